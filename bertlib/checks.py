@@ -1,0 +1,123 @@
+"""Checks that students run on their exercise solutions, and that explain what is wrong.
+
+Each check calls the student's function on small cases whose answers were worked out by
+hand (never on a reference implementation, which would give the solution away) and, on
+the first wrong answer, says which input, what came back, what was expected and a hint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class CheckFailed(AssertionError):
+    """A student's answer is wrong; the message says how, and what to look at."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hand-worked example: arguments, the expected answer, and a hint if it fails."""
+
+    args: tuple[Any, ...]
+    expected: Any
+    hint: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    raises: type[BaseException] | None = None
+
+
+def _same(got: Any, expected: Any) -> bool:
+    if isinstance(expected, float):
+        return isinstance(got, (int, float)) and math.isclose(got, expected, abs_tol=1e-6)
+    return got == expected
+
+
+def _call(function: Callable[..., Any], case: Case) -> Any:
+    try:
+        return function(*case.args, **case.kwargs)
+    except NotImplementedError as error:
+        raise CheckFailed(
+            f"{function.__name__} is still the stub: replace `raise NotImplementedError` "
+            "with your code, run that cell, then run this check again."
+        ) from error
+
+
+def check_cases(function: Callable[..., Any], cases: list[Case]) -> str:
+    """Run every case; raise CheckFailed at the first wrong one, else return a summary."""
+    for number, case in enumerate(cases, start=1):
+        shown = ", ".join([repr(a) for a in case.args] +
+                          [f"{k}={v!r}" for k, v in case.kwargs.items()])
+        call = f"{function.__name__}({shown})"
+        if case.raises is not None:
+            try:
+                got = _call(function, case)
+            except case.raises:
+                continue
+            raise CheckFailed(f"case {number}: {call} returned {got!r}, but it should raise "
+                              f"{case.raises.__name__}. Hint: {case.hint}")
+        got = _call(function, case)
+        if not _same(got, case.expected):
+            raise CheckFailed(f"case {number}: {call} returned {got!r}; expected "
+                              f"{case.expected!r}. Hint: {case.hint}")
+    summary = f"✓ {function.__name__}: all {len(cases)} checks passed"
+    print(summary)
+    return summary
+
+
+# ---- chapter 00 -------------------------------------------------------------------
+
+def check_top_words(top_words: Callable[[list[str], int], list[tuple[str, int]]]) -> str:
+    """Exercise 00.1: the n most frequent lower-cased words, most frequent first."""
+    return check_cases(top_words, [
+        Case((["the cat", "the dog"], 1), [("the", 2)],
+             "count words over all documents together, not per document"),
+        Case((["The cat", "the CAT sat"], 2), [("the", 2), ("cat", 2)],
+             "lower-case before counting: 'The' and 'the' are one word"),
+        Case((["b a", "a c b a"], 3), [("a", 3), ("b", 2), ("c", 1)],
+             "sort by count, highest first (collections.Counter.most_common does this)"),
+        Case((["a, b. a!"], 2), [("a", 2), ("b", 1)],
+             "split into words and drop punctuation: 'a,' and 'a!' are the word 'a'"),
+    ])
+
+
+def check_size_rule(size_for: Callable[[bool, str | None], str]) -> str:
+    """Exercise 00.2: the book's rule for choosing a size."""
+    return check_cases(size_for, [
+        Case((False, None), "cpu", "no GPU and nothing requested: the laptop size"),
+        Case((True, None), "gpu", "a CUDA GPU and nothing requested: the GPU size"),
+        Case((True, "smoke"), "smoke", "a requested size wins over the hardware"),
+        Case((False, "GPU"), "gpu", "size names are case-insensitive"),
+        Case((False, "huge"), None, "an unknown name is an error (raise ValueError)",
+             raises=ValueError),
+    ])
+
+
+# ---- chapter 01 -------------------------------------------------------------------
+
+def check_unigram_accuracy(
+    unigram_accuracy: Callable[[list[int], list[int]], float],
+) -> str:
+    """Exercise 01.1: accuracy of always guessing the most frequent training token."""
+    return check_cases(unigram_accuracy, [
+        Case(([5, 5, 7], [5, 7, 7, 7]), 0.25,
+             "the guess comes from the training ids; the accuracy is measured on the test ids"),
+        Case(([1, 2, 2, 2], [2, 2]), 1.0, "the most frequent training id here is 2"),
+        Case(([3, 3, 4], [4, 4, 4]), 0.0, "a guess that never appears in the test ids scores 0"),
+        Case(([], [1]), None, "with no training ids there is nothing to guess: raise ValueError",
+             raises=ValueError),
+    ])
+
+
+def check_reading_offsets(offsets_for: Callable[[str, int], tuple[int, ...]]) -> str:
+    """Exercise 01.2: which relative positions a one-way or two-way reader sees."""
+    return check_cases(offsets_for, [
+        Case(("left", 3), (-3, -2, -1), "left of position 0 means negative offsets, nearest last"),
+        Case(("right", 2), (1, 2), "right context starts at +1: offset 0 is the hidden word itself"),
+        Case(("both", 4), (-2, -1, 1, 2), "'both' splits the width evenly and skips offset 0"),
+        Case(("both", 3), None, "an odd width cannot be split evenly: raise ValueError",
+             raises=ValueError),
+        Case(("up", 2), None, "only 'left', 'right' and 'both' are readings: raise ValueError",
+             raises=ValueError),
+    ])
