@@ -113,8 +113,8 @@ def check_unigram_accuracy(
 def check_reading_offsets(offsets_for: Callable[[str, int], tuple[int, ...]]) -> str:
     """Exercise 01.2: which relative positions a one-way or two-way reader sees."""
     return check_cases(offsets_for, [
-        Case(("left", 3), (-3, -2, -1), "left of position 0 means negative offsets, nearest last"),
-        Case(("right", 2), (1, 2), "right context starts at +1: offset 0 is the hidden word itself"),
+        Case(("left", 3), (-3, -2, -1), "left means negative offsets, nearest word last"),
+        Case(("right", 2), (1, 2), "right context starts at +1; offset 0 is the hidden word"),
         Case(("both", 4), (-2, -1, 1, 2), "'both' splits the width evenly and skips offset 0"),
         Case(("both", 3), None, "an odd width cannot be split evenly: raise ValueError",
              raises=ValueError),

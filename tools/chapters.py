@@ -5,11 +5,16 @@ Shared by the exporter, the sync checks, the student-copy writer and the book bu
 
 from __future__ import annotations
 
-import tomllib
+import sys
 from pathlib import Path
 
 import jupytext
 import nbformat
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,0 +1,30 @@
+# Every target is one line over the project's own scripts (tools/).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
+
+.PHONY: setup book test export sync notebooks student lab
+
+setup:            ## create .venv and install everything (quick when already done)
+	bash tools/setup.sh
+
+book: setup       ## run every chapter into _build/ and render the HTML book
+	$(PY) tools/build_book.py
+
+test: setup       ## unit tests, sync checks, and every chapter under nbval at smoke size
+	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests chapters --nbval-lax --nbval-current-env -p no:cacheprovider
+
+export: setup     ## write bertlib/ from the chapters' export cells
+	$(PY) tools/export.py
+
+sync: export      ## slug-derived cells and README table, then pair each .py with its .ipynb
+	$(PY) tools/sync.py
+
+notebooks: sync   ## re-execute every chapter at cpu size into its committed .ipynb
+	BERT_BOOK_SIZE=cpu $(VENV)/bin/jupytext --sync --execute --set-kernel python3 $(CHAPTERS)
+
+student: setup    ## student copies (solutions stubbed, hidden checks removed) in _build/student
+	$(PY) tools/student.py _build/student
+
+lab: setup        ## JupyterLab on the chapters
+	$(VENV)/bin/jupyter lab chapters/

