@@ -156,7 +156,8 @@ def _write_atomically(path: Path, text: str) -> None:
 # text — templates (infoboxes, citations), `<ref>` footnotes, tables, comments, links to
 # files and categories — keeps the visible text of ordinary links, stops at the apparatus
 # sections ("See also", "References", …) and drops fragments shorter than eight words
-# (captions, list items).
+# (captions, list items). The parser gives up gracefully on malformed markup (it keeps it as
+# text); we catch what it leaves and parse that paragraph again, alone.
 
 # %%
 #| export bertlib/data.py
@@ -180,8 +181,26 @@ _END_SECTIONS = {"see also", "references", "external links", "notes", "further r
 _MIN_PARAGRAPH_WORDS = 8
 
 
+_LEFTOVER_MARKUP = re.compile(r"\{\{|\}\}|\[\[|\]\]|</?ref|\{\||\|\}|\|-|bgcolor=")
+
+
 def wiki_paragraphs(wikitext: str) -> list[str]:
-    """The prose paragraphs of one article's wiki markup, parsed with mwparserfromhell."""
+    """The prose paragraphs of one article's wiki markup, parsed with mwparserfromhell.
+
+    Malformed markup elsewhere in a page can make the parser keep a stretch as plain text;
+    such a paragraph is parsed once more on its own, and dropped if markup still remains.
+    """
+    paragraphs = []
+    for paragraph in _parse_paragraphs(wikitext):
+        if _LEFTOVER_MARKUP.search(paragraph):
+            reparsed = _parse_paragraphs(paragraph)
+            paragraphs += [p for p in reparsed if not _LEFTOVER_MARKUP.search(p)]
+        else:
+            paragraphs.append(paragraph)
+    return paragraphs
+
+
+def _parse_paragraphs(wikitext: str) -> list[str]:
     import mwparserfromhell
 
     code = mwparserfromhell.parse(wikitext)
@@ -214,7 +233,7 @@ def wiki_paragraphs(wikitext: str) -> list[str]:
 WIKI_SAMPLE = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_NEWS = "test/test_data/lee_background.cor"
 GENSIM_INSTALL = "pip install gensim==4.4.0"
-_CLEANER_VERSION = 1
+_CLEANER_VERSION = 2
 
 
 def _raw_wiki_pages(path: Path) -> list[tuple[str, str]]:

@@ -1,0 +1,60 @@
+"""The exercise checks: they pass right answers and explain wrong ones."""
+
+from collections import Counter
+
+import pytest
+
+from bertlib import checks
+
+
+def test_a_stub_is_told_to_write_code():
+    def unigram_accuracy(train_ids, test_ids):
+        raise NotImplementedError
+
+    with pytest.raises(checks.CheckFailed, match="still the stub"):
+        checks.check_unigram_accuracy(unigram_accuracy)
+
+
+def test_a_wrong_answer_names_the_case_and_a_hint():
+    def unigram_accuracy(train_ids, test_ids):  # guesses from the test ids: a classic slip
+        guess = Counter(test_ids).most_common(1)[0][0]
+        return sum(t == guess for t in test_ids) / len(test_ids)
+
+    with pytest.raises(checks.CheckFailed) as error:
+        checks.check_unigram_accuracy(unigram_accuracy)
+    message = str(error.value)
+    assert message.startswith("case 1: unigram_accuracy([5, 5, 7], [5, 7, 7, 7]) returned 0.75")
+    assert "expected 0.25" in message and "training ids" in message
+
+
+def test_a_missing_error_is_reported():
+    def offsets_for(reading, width):
+        half = width // 2
+        if reading == "left":
+            return tuple(range(-width, 0))
+        if reading == "right":
+            return tuple(range(1, width + 1))
+        return tuple(range(-half, 0)) + tuple(range(1, half + 1))
+
+    with pytest.raises(checks.CheckFailed, match="should raise ValueError"):
+        checks.check_reading_offsets(offsets_for)
+
+
+def test_a_right_answer_passes(capsys):
+    def size_for(has_cuda, requested):
+        if requested is None:
+            return "gpu" if has_cuda else "cpu"
+        if requested.lower() not in ("smoke", "cpu", "gpu"):
+            raise ValueError(requested)
+        return requested.lower()
+
+    assert checks.check_size_rule(size_for) == "✓ size_for: all 5 checks passed"
+    assert "all 5 checks passed" in capsys.readouterr().out
+
+
+def test_top_words_check_catches_case_sensitivity():
+    def top_words(documents, n):
+        return Counter(w for d in documents for w in d.split()).most_common(n)
+
+    with pytest.raises(checks.CheckFailed, match="case 2.*lower-case"):
+        checks.check_top_words(top_words)
