@@ -62,14 +62,15 @@ from torch import nn
 from bertlib.book import best_device, pick_size, seed_everything
 
 SIZES = {
-    "smoke": dict(corpus="wikipedia", articles=30, vocab=2000, dim=64, hidden=64, epochs=1.0),
-    "cpu": dict(corpus="wikipedia", articles=None, vocab=5000, dim=64, hidden=128, epochs=2.0),
+    "smoke": dict(corpus="wikipedia", articles=30, vocab=2000, dim=64, hidden=64, epochs=1.0,
+                  batch=256),
+    "cpu": dict(corpus="wikipedia", articles=None, vocab=5000, dim=64, hidden=128, epochs=2.0,
+                batch=256),
     "gpu": dict(corpus="wikitext-103", articles=3000, vocab=20000, dim=128, hidden=512,
-                epochs=2.0),
+                epochs=2.0, batch=1024),
 }
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
-torch.set_num_threads(max(1, torch.get_num_threads()))
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 
 # %% [markdown]
@@ -467,18 +468,18 @@ def count_parameters(model: nn.Module) -> int:
 # (is the top guess the hidden word?) and perplexity on the held-out articles.
 
 # %%
-def train(model: nn.Module, contexts: torch.Tensor, targets: torch.Tensor,
-          epochs: float, batch_size: int = 256, lr: float = 3e-3, seed: int = 0) -> list[float]:
+def train(model: nn.Module, contexts: torch.Tensor, targets: torch.Tensor, epochs: float,
+          batch_size: int = S["batch"], lr: float = 3e-3, seed: int = 0) -> list[float]:
     """Train in place; return the loss of every 50th step (for plotting)."""
     model.to(DEVICE).train()
+    contexts, targets = contexts.to(DEVICE), targets.to(DEVICE)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(trainable, lr=lr)
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)  # the same batches for every reader
     losses = []
     for step in range(int(epochs * len(contexts) / batch_size)):
-        batch = torch.randint(len(contexts), (batch_size,), generator=generator)
-        logits = model(contexts[batch].to(DEVICE))
-        loss = F.cross_entropy(logits, targets[batch].to(DEVICE))
+        batch = torch.randint(len(contexts), (batch_size,), generator=generator).to(DEVICE)
+        loss = F.cross_entropy(model(contexts[batch]), targets[batch])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

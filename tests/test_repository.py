@@ -1,11 +1,10 @@
 """The repository's set-up files agree with each other."""
 
 import re
-import tomllib
 
 import yaml
 
-from tools.chapters import ROOT
+from tools.chapters import ROOT, tomllib
 
 
 def _requirement_names(requirements: list[str]) -> dict[str, str]:
