@@ -28,7 +28,10 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
 fi
 if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
     echo "setup: installing a CPU build of torch $TORCH_VERSION"
-    "${pip[@]}" install -q "torch==$TORCH_VERSION" --index-url "$TORCH_CPU_INDEX"
+    # torch alone from PyTorch's CPU index (PyPI's Linux wheel is the multi-GB CUDA build),
+    # then its dependencies from the usual index.
+    "${pip[@]}" install -q --retries 2 --no-deps "torch==$TORCH_VERSION" --index-url "$TORCH_CPU_INDEX"
+    "${pip[@]}" install -q "torch==$TORCH_VERSION"
 fi
 echo "setup: installing bertlib[book,dev] and the data packages"
 "${pip[@]}" install -q -e ".[book,dev]"
