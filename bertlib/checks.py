@@ -121,3 +121,62 @@ def check_reading_offsets(offsets_for: Callable[[str, int], tuple[int, ...]]) ->
         Case(("up", 2), None, "only 'left', 'right' and 'both' are readings: raise ValueError",
              raises=ValueError),
     ])
+
+
+# ---- chapter 02 -------------------------------------------------------------------
+
+def check_pieces_to_words(pieces_to_words: Callable[[list[str]], list[str]]) -> str:
+    """Exercise 02.1: WordPiece tokens joined back into words."""
+    return check_cases(pieces_to_words, [
+        Case((["un", "##aff", "##able", "!"],), ["unaffable", "!"],
+             "a ## piece continues the word before it; drop the ## when joining"),
+        Case((["the", "bank"],), ["the", "bank"], "pieces without ## are whole words"),
+        Case((["##ing", "x"],), ["ing", "x"],
+             "a ## piece with nothing before it starts a word; strip its ##"),
+        Case(([],), [], "no tokens, no words"),
+    ])
+
+
+def check_segment_ids(segment_ids: Callable[[int, int | None], list[int]]) -> str:
+    """Exercise 02.2: segment ids of [CLS] A [SEP] (B [SEP])."""
+    return check_cases(segment_ids, [
+        Case((2, None), [0, 0, 0, 0], "a single text: [CLS] a a [SEP], all segment 0"),
+        Case((1, 2), [0, 0, 0, 1, 1, 1],
+             "[CLS] and the first [SEP] belong to segment 0; B and the last [SEP] to 1"),
+        Case((3, 1), [0, 0, 0, 0, 0, 1, 1], "len_a + 2 zeros, then len_b + 1 ones"),
+    ])
+
+
+# ---- chapter 03 -------------------------------------------------------------------
+
+def check_causal_mask(causal_mask: Callable[[int], Any]) -> str:
+    """Exercise 03.1: lower-triangular boolean mask, True where attending is allowed."""
+    import torch
+
+    mask = _call(causal_mask, Case((3,), None, ""))
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise CheckFailed(f"causal_mask(3) should be a torch.bool tensor, got {mask!r}. "
+                          "Hint: torch.ones(seq, seq, dtype=torch.bool) is a start")
+    if mask.shape != (3, 3):
+        raise CheckFailed(f"causal_mask(3) has shape {tuple(mask.shape)}; expected (3, 3)")
+    expected = [[True, False, False], [True, True, False], [True, True, True]]
+    if mask.tolist() != expected:
+        raise CheckFailed(f"causal_mask(3) is {mask.tolist()}; expected {expected}. Hint: row "
+                          "i is the position attending; it may see columns 0..i (itself "
+                          "included). Look up Tensor.tril")
+    def allowed_pairs(seq: int) -> int:
+        return int(causal_mask(seq).sum())
+
+    return check_cases(allowed_pairs, [
+        Case((1,), 1, "a single position may attend to itself"),
+        Case((5,), 15, "a 5x5 causal mask allows 5+4+3+2+1 = 15 pairs"),
+    ])
+
+
+def check_attention_flops(attention_flops: Callable[[int, int], int]) -> str:
+    """Exercise 03.2: FLOPs of QKᵀ and weights·V for one sequence."""
+    return check_cases(attention_flops, [
+        Case((1, 1), 4, "two products, each one multiply-add (2 FLOPs) for seq=hidden=1"),
+        Case((2, 1), 16, "QKᵀ is (seq×hidden)·(hidden×seq): seq·seq·hidden multiply-adds"),
+        Case((4, 8), 512, "2 products × 2 FLOPs per multiply-add × seq² × hidden"),
+    ])
