@@ -18,6 +18,7 @@ export: setup     ## write bertlib/ from the chapters' export cells
 	$(PY) tools/export.py
 
 sync: export      ## slug-derived cells and README table, then pair each .py with its .ipynb
+	$(PY) tools/environment.py
 	$(PY) tools/sync.py
 
 notebooks: sync   ## re-execute every chapter at cpu size into its committed .ipynb

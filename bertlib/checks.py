@@ -208,21 +208,21 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> str:
     ], name="layer_norm")
 
 
-def check_embedding_share(embedding_share: Callable[[Any], float]) -> str:
-    """Exercise 04.2: the fraction of parameters in the embeddings."""
+def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> str:
+    """Exercise 04.2: the fraction of parameters in the feed-forward blocks."""
     from bertlib.config import BertConfig
 
     def share_of(**fields: int) -> float:
-        return round(embedding_share(BertConfig(**fields)), 6)
+        return round(feed_forward_share(BertConfig(**fields)), 6)
 
     tiny = dict(vocab_size=10, hidden_size=2, num_hidden_layers=1, num_attention_heads=1,
                 intermediate_size=4, max_position_embeddings=4, type_vocab_size=2)
-    # by hand: embeddings (10+4+2)*2 + 4 = 36; layer 4*(4+2) + (8+4) + (8+2) + 8 = 54;
-    # pooler 4 + 2 = 6; total 96
+    # by hand: embeddings (10+4+2)*2 + 4 = 36; layer: attention 4*(4+2) = 24, feed-forward
+    # (2*4+4) + (4*2+2) = 22, LayerNorms 8, so 54; pooler 4 + 2 = 6; total 96
     return check_cases(share_of, [
-        Case((), round(36 / 96, 6), "embeddings = (vocab + positions + types) * hidden + the "
-             "LayerNorm's 2*hidden; divide by the whole model's count, pooler included",
-             kwargs=tiny),
-        Case((), round(36 / 150, 6), "more layers add to the total, not to the embeddings",
+        Case((), round(22 / 96, 6), "feed-forward = (hidden*intermediate + intermediate) + "
+             "(intermediate*hidden + hidden) per layer; divide by the whole model's count, "
+             "pooler included", kwargs=tiny),
+        Case((), round(44 / 150, 6), "every layer has its own feed-forward block",
              kwargs={**tiny, "num_hidden_layers": 2}),
-    ], name="embedding_share")
+    ], name="feed_forward_share")

@@ -745,31 +745,30 @@ from bertlib.checks import check_layer_norm
 check_layer_norm(layer_norm)
 
 # %% [markdown]
-# **Exercise 4.2 — where the parameters are.** Write `embedding_share(config)`: the fraction
-# of a `BertModel`'s parameters (pooler included) that sit in the embeddings (token,
-# position and segment tables and their LayerNorm). Use only the config's numbers. How does
-# it change from bert-tiny to bert-large, and why?
+# **Exercise 4.2 — where the parameters are.** Write `feed_forward_share(config)`: the
+# fraction of a `BertModel`'s parameters (pooler included) that sit in the feed-forward
+# blocks — the two dense layers of every layer, weights and biases, not their LayerNorm.
+# Use only the config's numbers. How does it change from bert-tiny to bert-large, and why?
 
 # %%
-def embedding_share(config: BertConfig) -> float:
+def feed_forward_share(config: BertConfig) -> float:
     ### BEGIN SOLUTION
-    h = config.hidden_size
-    embeddings = (config.vocab_size + config.max_position_embeddings
-                  + config.type_vocab_size) * h + 2 * h
-    return embeddings / parameter_count(config)
+    hidden, inner = config.hidden_size, config.intermediate_size
+    one_block = (hidden * inner + inner) + (inner * hidden + hidden)
+    return config.num_hidden_layers * one_block / parameter_count(config)
     ### END SOLUTION
 
 
 # %%
-from bertlib.checks import check_embedding_share
+from bertlib.checks import check_feed_forward_share
 
-check_embedding_share(embedding_share)
+check_feed_forward_share(feed_forward_share)
 for name in PRESETS:
-    print(f"{name:>12}: {embedding_share(BertConfig.preset(name)):.0%} in the embeddings")
+    print(f"{name:>12}: {feed_forward_share(BertConfig.preset(name)):.0%} in the feed-forward")
 
 # %%
 ### BEGIN HIDDEN TESTS
-assert abs(embedding_share(BertConfig.preset("bert-base")) - 23_837_184 / 109_482_240) < 1e-9
+assert abs(feed_forward_share(BertConfig.preset("bert-base")) - 56_669_184 / 109_482_240) < 1e-9
 ### END HIDDEN TESTS
 
 # %% [markdown]

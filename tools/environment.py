@@ -1,0 +1,35 @@
+"""Write environment.yml from pyproject.toml, so the two can never disagree.
+
+    python tools/environment.py          # rewrite environment.yml
+"""
+
+import sys
+from pathlib import Path
+
+import yaml
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tools.chapters import ROOT, tomllib
+
+HEADER = """\
+# conda env create -f environment.yml && conda activate bert-end-to-end
+# Generated from pyproject.toml by `python tools/environment.py`; a test checks they agree.
+# The extra index lets pip find a CPU build of torch; on a CUDA machine remove that line.
+"""
+
+
+def environment() -> dict:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    requirements = project["dependencies"] + extras["book"] + extras["dev"]
+    pip = ["--extra-index-url https://download.pytorch.org/whl/cpu", *requirements, "-e ."]
+    return {"name": "bert-end-to-end", "channels": ["conda-forge"],
+            "dependencies": ["python=3.11", "pip", {"pip": pip}]}
+
+
+if __name__ == "__main__":
+    text = HEADER + yaml.safe_dump(environment(), sort_keys=False)
+    (ROOT / "environment.yml").write_text(text)
+    print("wrote environment.yml")
