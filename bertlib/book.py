@@ -177,9 +177,11 @@ def library_map() -> list[tuple[str, str, str]]:
         if path.name == "__init__.py":
             continue
         text = path.read_text(encoding="utf-8")
-        first_line = text.splitlines()[0] if text else ""
-        if first_line.startswith(GENERATED_PREFIX):
-            source = first_line[len(GENERATED_PREFIX):].rstrip(".")
+        lines = text.splitlines()
+        if lines and lines[0].startswith(GENERATED_PREFIX):
+            header = [lines[0][len(GENERATED_PREFIX):]]
+            header += [line[4:] for line in lines[1:] if line.startswith("#   ")]
+            source = " ".join(header).rstrip(".")
         else:
             source = "written by hand"
         rows.append((f"bertlib.{path.stem}", source, _summary(text)))

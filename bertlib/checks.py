@@ -226,3 +226,27 @@ def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> str:
         Case((), round(44 / 150, 6), "every layer has its own feed-forward block",
              kwargs={**tiny, "num_hidden_layers": 2}),
     ], name="feed_forward_share")
+
+
+# ---- chapter 05 -------------------------------------------------------------------
+
+def check_expected_coverage(expected_coverage: Callable[[int, float], float]) -> str:
+    """Exercise 05.1: 1 - (1 - p)^epochs."""
+    return check_cases(expected_coverage, [
+        Case((1, 0.15), 0.15, "after one epoch, exactly the tokens chosen once: p"),
+        Case((0, 0.15), 0.0, "after no epochs nothing has been predicted"),
+        Case((2, 0.5), 0.75, "a token escapes both epochs with probability (1-p)^2 = 0.25"),
+        Case((3, 1.0), 1.0, "p = 1 predicts everything at once"),
+    ])
+
+
+def check_word_units(word_units: Callable[[list[str]], list[list[int]]]) -> str:
+    """Exercise 05.2: positions grouped into whole words."""
+    return check_cases(word_units, [
+        Case((["[CLS]", "the", "bank", "##ers", "[SEP]"],), [[1], [2, 3]],
+             "a ## piece joins the word before it; [CLS] and [SEP] are never units"),
+        Case((["un", "##aff", "##able", "!"],), [[0, 1, 2], [3]],
+             "a word can have several continuations"),
+        Case((["[CLS]", "##x", "y", "[PAD]"],), [[1], [2]],
+             "a ## piece right after a special token starts a unit of its own"),
+    ])

@@ -72,5 +72,6 @@ def test_environment_report_names_the_fix(monkeypatch):
 def test_library_map_names_each_module_source():
     rows = {module: source for module, source, _ in book.library_map()}
     assert rows["bertlib.book"] == "written by hand"
-    assert rows["bertlib.data"] == "chapters/01_reading_one_way.py, chapters/02_tokens.py"
+    assert rows["bertlib.data"] == ("chapters/01_reading_one_way.py, chapters/02_tokens.py, "
+                                    "chapters/05_masking.py")
     assert rows["bertlib.model"] == "chapters/04_encoder.py"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -58,10 +59,11 @@ def render_modules(root: Path = ROOT) -> dict[str, str]:
 
 
 def _header(chapters: list[str]) -> str:
-    return (
-        f"{GENERATED_PREFIX}{', '.join(chapters)}.\n"
-        "# Edit the chapter, not this file: `make test` fails when the two differ.\n"
-    )
+    """The generated header; a long list of chapters continues on '#   ' lines."""
+    lines = textwrap.wrap(f"{GENERATED_PREFIX}{', '.join(chapters)}.", width=100,
+                          subsequent_indent="#   ", break_on_hyphens=False)
+    lines.append("# Edit the chapter, not this file: `make test` fails when the two differ.")
+    return "\n".join(lines) + "\n"
 
 
 def is_generated(path: Path) -> bool:
