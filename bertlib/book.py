@@ -173,8 +173,9 @@ def library_map() -> list[tuple[str, str, str]]:
     Read from the modules' own files, so the map is always the library as installed.
     """
     rows = []
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        if path.name == "__init__.py":
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "__init__.py" or path.name == "__main__.py":
             continue
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
@@ -184,7 +185,9 @@ def library_map() -> list[tuple[str, str, str]]:
             source = " ".join(header).rstrip(".")
         else:
             source = "written by hand"
-        rows.append((f"bertlib.{path.stem}", source, _summary(text)))
+        parts = path.relative_to(package).with_suffix("").parts
+        name = ".".join(("bertlib", *parts)).removesuffix(".__init__")
+        rows.append((name, source, _summary(text)))
     return rows
 
 

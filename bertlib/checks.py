@@ -250,3 +250,30 @@ def check_word_units(word_units: Callable[[list[str]], list[list[int]]]) -> str:
         Case((["[CLS]", "##x", "y", "[PAD]"],), [[1], [2]],
              "a ## piece right after a special token starts a unit of its own"),
     ])
+
+
+# ---- chapter 06 -------------------------------------------------------------------
+
+def check_lr_at(lr_at: Callable[[int, float, int, int], float]) -> str:
+    """Exercise 06.1: linear warm-up, then linear decay."""
+    return check_cases(lr_at, [
+        Case((0, 1e-3, 10, 110), 0.0, "the warm-up starts from zero"),
+        Case((5, 1e-3, 10, 110), 5e-4, "halfway through the warm-up: half the peak"),
+        Case((10, 1e-3, 10, 110), 1e-3, "the end of the warm-up is the peak"),
+        Case((60, 1e-3, 10, 110), 5e-4, "halfway through the decay (from 10 to 110): half"),
+        Case((110, 1e-3, 10, 110), 0.0, "the last step's rate is zero"),
+        Case((200, 1e-3, 10, 110), 0.0, "past the end it stays zero, never negative"),
+    ])
+
+
+def check_decays(decays: Callable[[str], bool]) -> str:
+    """Exercise 06.2: weight decay on weight matrices only."""
+    return check_cases(decays, [
+        Case(("bert.encoder.layer.0.attention.self.query.weight",), True,
+             "weight matrices are decayed"),
+        Case(("bert.encoder.layer.0.attention.self.query.bias",), False, "biases are not"),
+        Case(("bert.embeddings.LayerNorm.weight",), False,
+             "LayerNorm's scale is not decayed either, although its name ends in 'weight'"),
+        Case(("cls.predictions.bias",), False, "the output bias is a bias"),
+        Case(("bert.embeddings.word_embeddings.weight",), True, "embeddings are decayed"),
+    ])
