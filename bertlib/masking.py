@@ -71,7 +71,6 @@ def mask_sequence(ids: list[int], special_ids: set[int], mask_id: int, vocab_siz
             chosen += unit
         if len(chosen) == wanted:
             break
-    ordinary = [i for i in range(vocab_size) if i not in special_ids]
     masked, labels = list(ids), [IGNORE_INDEX] * len(ids)
     for position in chosen:
         labels[position] = ids[position]
@@ -79,8 +78,16 @@ def mask_sequence(ids: list[int], special_ids: set[int], mask_id: int, vocab_siz
         if draw < recipe.mask_share:
             masked[position] = mask_id
         elif draw < recipe.mask_share + recipe.random_share:
-            masked[position] = rng.choice(ordinary)
+            masked[position] = _random_ordinary_token(vocab_size, special_ids, rng)
     return masked, labels
+
+
+def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.Random) -> int:
+    """A uniformly random id that is not a special token (redrawn in the rare special case)."""
+    while True:
+        token = rng.randrange(vocab_size)
+        if token not in special_ids:
+            return token
 
 
 class PretrainingCollator:

@@ -1,0 +1,127 @@
+"""The trainer: exact resume after a kill, divergence stops with the checkpoint intact."""
+
+import pytest
+import torch
+
+from bertlib.config import BertConfig
+from bertlib.data import sentence_documents, sentence_pairs, wikipedia_articles
+from bertlib.heads import BertForPreTraining
+from bertlib.masking import PretrainingCollator
+from bertlib.tokenizer import train_wordpiece
+from bertlib.train import (
+    Trainer,
+    TrainingConfig,
+    TrainingDiverged,
+    parameter_groups,
+    resolve_precision,
+    warmup_then_linear_decay,
+)
+
+
+@pytest.fixture(scope="module")
+def data():
+    articles = wikipedia_articles()[:8]
+    tokenizer = train_wordpiece([p for a in articles for p in a.paragraphs], 600)
+    documents = sentence_documents(articles, lambda s: tokenizer.encode(s).ids[1:-1])
+    return tokenizer, sentence_pairs(documents, max_seq_length=32, seed=0)
+
+
+def _trainer(data, output_dir, steps=12, callbacks=(), model=None, **overrides):
+    tokenizer, pairs = data
+    torch.manual_seed(0)
+    model = model or BertForPreTraining(BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64, max_position_embeddings=32))
+    settings = dict(steps=steps, batch_size=8, learning_rate=1e-3, warmup_steps=2,
+                    accumulation=2, precision="fp32", checkpoint_every=4, progress=False)
+    settings.update(overrides)
+    return Trainer(model, pairs, PretrainingCollator(tokenizer, seed=0),
+                   TrainingConfig(**settings), output_dir=output_dir, callbacks=callbacks)
+
+
+class Killed(Exception):
+    """Stands in for a process killed between checkpoints."""
+
+
+def test_a_killed_run_resumes_on_the_same_loss_curve(data, tmp_path):
+    unbroken = [r["loss"] for r in _trainer(data, tmp_path / "a").train().history]
+
+    def kill_at_step_7(record):
+        if record["step"] == 7:
+            raise Killed
+
+    with pytest.raises(Killed):
+        _trainer(data, tmp_path / "b", callbacks=[kill_at_step_7]).train()
+    resumed = _trainer(data, tmp_path / "b").train(resume=True)  # from step 4's checkpoint
+    assert [r["step"] for r in resumed.history] == list(range(1, 13))
+    assert [r["loss"] for r in resumed.history] == unbroken  # bit for bit: dropout included
+    assert len(set(unbroken)) > 1 and unbroken[-1] < unbroken[0]
+
+
+class NaNAfter(torch.nn.Module):
+    """Wraps a model and makes its loss NaN from the given call on."""
+
+    def __init__(self, model, calls: int):
+        super().__init__()
+        self.model, self.calls_left = model, calls
+
+    def forward(self, **batch):
+        out = self.model(**batch)
+        self.calls_left -= 1
+        if self.calls_left < 0:
+            out.loss = out.loss * float("nan")
+        return out
+
+
+def test_a_nan_loss_stops_with_a_message_and_keeps_the_last_checkpoint(data, tmp_path):
+    inner = _trainer(data, tmp_path / "x").model
+    trainer = _trainer(data, tmp_path / "run", model=NaNAfter(inner, calls=11))
+    with pytest.raises(TrainingDiverged, match="the loss is nan at step 6"):
+        trainer.train()
+    saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)
+    assert saved["state"]["step"] == 4
+    assert all(torch.isfinite(t).all() for t in saved["model"].values())
+
+
+def test_resume_without_a_checkpoint_says_so(data, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint to resume from"):
+        _trainer(data, tmp_path / "empty").train(resume=True)
+
+
+def test_resume_with_another_length_is_refused(data, tmp_path):
+    _trainer(data, tmp_path / "r", steps=4).train()
+    with pytest.raises(ValueError, match="made for 4 steps"):
+        _trainer(data, tmp_path / "r", steps=8).train(resume=True)
+
+
+def test_bf16_autocast_trains_on_cpu(data, tmp_path):
+    trainer = _trainer(data, None, steps=3, precision="bf16", checkpoint_every=0)
+    history = trainer.train().history
+    assert all(torch.isfinite(torch.tensor(r["loss"])) for r in history)
+
+
+def test_no_weight_decay_on_biases_and_layernorm():
+    model = BertForPreTraining(BertConfig.preset("bert-tiny", vocab_size=100))
+    decayed, undecayed = parameter_groups(model, 0.01)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert all(not names[id(p)].endswith("bias") and "LayerNorm" not in names[id(p)]
+               for p in decayed["params"])
+    assert undecayed["weight_decay"] == 0.0 and decayed["weight_decay"] == 0.01
+    assert any("LayerNorm.weight" in names[id(p)] for p in undecayed["params"])
+
+
+def test_schedule_and_precision_choices():
+    assert [warmup_then_linear_decay(s, 2, 6) for s in range(7)] == [
+        0, 0.5, 1, 0.75, 0.5, 0.25, 0]
+    assert resolve_precision("auto", torch.device("cpu")) == "bf16"
+    with pytest.raises(ValueError, match="CUDA"):
+        resolve_precision("fp16", torch.device("cpu"))
+    with pytest.raises(ValueError, match="warmup_steps"):
+        TrainingConfig(steps=5, warmup_steps=5)
+
+
+def test_too_small_a_dataset_is_a_clear_error(data):
+    tokenizer, pairs = data
+    model = BertForPreTraining(BertConfig.preset("bert-tiny", vocab_size=tokenizer.vocab_size))
+    with pytest.raises(ValueError, match="fewer than one batch"):
+        Trainer(model, pairs[:3], PretrainingCollator(tokenizer), TrainingConfig(steps=2))
