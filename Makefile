@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 
-.PHONY: setup book test export sync notebooks student lab
+.PHONY: setup book test export sync notebooks student grade lab
 
 setup:            ## create .venv and install everything (quick when already done)
 	bash tools/setup.sh
@@ -26,6 +26,11 @@ notebooks: sync   ## re-execute every chapter at cpu size into its committed .ip
 
 student: setup    ## student copies (solutions stubbed, hidden checks removed) in _build/student
 	$(PY) tools/student.py _build/student
+
+SUBMISSIONS ?= submissions
+TIMEOUT ?= 60
+grade: setup      ## grade SUBMISSIONS/<student>/<chapter>.ipynb into _build/grades.csv
+	$(PY) tools/grade.py $(SUBMISSIONS) --cell-timeout $(TIMEOUT) --out _build/grades.csv
 
 lab: setup        ## JupyterLab on the chapters
 	$(VENV)/bin/jupyter lab chapters/

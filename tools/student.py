@@ -22,6 +22,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.chapters import ROOT, chapter_sources, read_chapter
+from tools.exercises import tag_cells
 
 SOLUTION = ("### BEGIN SOLUTION", "### END SOLUTION")
 HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
@@ -66,8 +67,12 @@ def student_cell_source(cell_type: str, source: str) -> str:
 
 
 def student_notebook(chapter: Path) -> nbformat.NotebookNode:
-    """The chapter as a student notebook, with no outputs (they would show solutions)."""
-    notebook = read_chapter(chapter)
+    """The chapter as a student notebook, with no outputs (they would show solutions).
+
+    Exercise cells are tagged in their metadata (tools/exercises.py), so the grader finds
+    each answer even when a student adds or moves cells.
+    """
+    notebook = tag_cells(read_chapter(chapter))
     for cell in notebook.cells:
         cell.source = student_cell_source(cell.cell_type, cell.source)
         if cell.cell_type == "code":
