@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 
-.PHONY: setup book test export sync notebooks student grade lab
+.PHONY: setup book test check-html export sync notebooks student grade lab
 
 setup:            ## create .venv and install everything (quick when already done)
 	bash tools/setup.sh
@@ -13,6 +13,11 @@ book: setup       ## run every chapter into _build/ and render the HTML book
 
 test: setup       ## unit tests, sync checks, and every chapter under nbval at smoke size
 	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests chapters --nbval-lax --nbval-current-env -p no:cacheprovider
+
+check-html: setup ## build the book at smoke size and check it in headless Chromium
+	BERT_BOOK_SIZE=smoke $(PY) tools/build_book.py
+	npm install --silent --no-audit --no-fund --prefix _build/vendor requirejs@2.3.6 d3@5.7.0 jquery@2.2.4
+	$(PY) tools/check_html.py
 
 export: setup     ## write bertlib/ from the chapters' export cells
 	$(PY) tools/export.py

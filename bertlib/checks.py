@@ -240,29 +240,32 @@ def check_expected_coverage(expected_coverage: Callable[[int, float], float]) ->
     ])
 
 
-def check_word_units(word_units: Callable[[list[str]], list[list[int]]]) -> str:
-    """Exercise 05.2: positions grouped into whole words."""
-    return check_cases(word_units, [
-        Case((["[CLS]", "the", "bank", "##ers", "[SEP]"],), [[1], [2, 3]],
-             "a ## piece joins the word before it; [CLS] and [SEP] are never units"),
-        Case((["un", "##aff", "##able", "!"],), [[0, 1, 2], [3]],
-             "a word can have several continuations"),
-        Case((["[CLS]", "##x", "y", "[PAD]"],), [[1], [2]],
-             "a ## piece right after a special token starts a unit of its own"),
+def check_span_continuation(span_continuation: Callable[[int, int], list[bool]]) -> str:
+    """Exercise 05.2: continuation flags that glue positions into spans."""
+    f, t = False, True
+    return check_cases(span_continuation, [
+        Case((7, 3), [f, t, t, f, t, t, f],
+             "each span starts with False and continues with True; the last may be short"),
+        Case((2, 1), [f, f], "spans of one token: nothing is glued"),
+        Case((0, 4), [], "no positions, no flags"),
+        Case((3, 0), None, "a span of 0 tokens makes no sense: raise ValueError",
+             raises=ValueError),
     ])
 
 
 # ---- chapter 06 -------------------------------------------------------------------
 
-def check_lr_at(lr_at: Callable[[int, float, int, int], float]) -> str:
-    """Exercise 06.1: linear warm-up, then linear decay."""
-    return check_cases(lr_at, [
+def check_cosine_lr_at(cosine_lr_at: Callable[[int, float, int, int], float]) -> str:
+    """Exercise 06.1: linear warm-up, then a half-cosine decay."""
+    return check_cases(cosine_lr_at, [
         Case((0, 1e-3, 10, 110), 0.0, "the warm-up starts from zero"),
         Case((5, 1e-3, 10, 110), 5e-4, "halfway through the warm-up: half the peak"),
         Case((10, 1e-3, 10, 110), 1e-3, "the end of the warm-up is the peak"),
-        Case((60, 1e-3, 10, 110), 5e-4, "halfway through the decay (from 10 to 110): half"),
-        Case((110, 1e-3, 10, 110), 0.0, "the last step's rate is zero"),
-        Case((200, 1e-3, 10, 110), 0.0, "past the end it stays zero, never negative"),
+        Case((35, 1e-3, 10, 110), 1e-3 * 0.5 * (1 + math.cos(math.pi / 4)),
+             "a quarter of the way through the decay: progress = (35-10)/(110-10) = 0.25"),
+        Case((60, 1e-3, 10, 110), 5e-4, "halfway through the decay, cos(π/2) = 0: half"),
+        Case((110, 1e-3, 10, 110), 0.0, "at the last step the rate is zero"),
+        Case((200, 1e-3, 10, 110), 0.0, "past the end progress stays 1: zero, never rising"),
     ])
 
 

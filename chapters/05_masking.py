@@ -586,29 +586,32 @@ print([round(expected_coverage(e), 2) for e in epochs], "vs measured",
       [round(c, 2) for c in coverage["dynamic"]])
 
 # %% [markdown]
-# **Exercise 5.2 — whole words from pieces.** Write `word_units(tokens)`: the groups of
-# positions that whole-word masking treats as one, given WordPiece tokens — a word's first
-# piece with its `##` continuations — skipping `[CLS]`, `[SEP]` and `[PAD]`.
+# **Exercise 5.2 — masking spans.** SpanBERT (Joshi et al., 2020) hides runs of consecutive
+# tokens instead of single ones. Our whole-word machinery can do it: a "word" is whatever
+# `continuation` glues together. Write `span_continuation(n, span)`: the continuation flags
+# that cut `n` positions into consecutive spans of `span` tokens (the last may be shorter),
+# so that `mask_sequence(..., continuation=flags)` with `whole_word=True` masks whole spans.
+# A span shorter than 1 is a `ValueError`.
 
 # %%
-def word_units(tokens: list[str]) -> list[list[int]]:
+def span_continuation(n: int, span: int) -> list[bool]:
     ### BEGIN SOLUTION
-    units: list[list[int]] = []
-    for position, token in enumerate(tokens):
-        if token in ("[CLS]", "[SEP]", "[PAD]"):
-            continue
-        if token.startswith("##") and units and units[-1][-1] == position - 1:
-            units[-1].append(position)
-        else:
-            units.append([position])
-    return units
+    if span < 1:
+        raise ValueError("a span has at least one token")
+    return [position % span != 0 for position in range(n)]
     ### END SOLUTION
 
 
 # %%
-from bertlib.checks import check_word_units
+from bertlib.checks import check_span_continuation
 
-check_word_units(word_units)
+check_span_continuation(span_continuation)
+ids = [tokenizer.cls_id, *range(10, 40), tokenizer.sep_id]
+flags = [False, *span_continuation(30, 3), False]
+_, span_labels = mask_sequence(ids, special_ids, tokenizer.mask_id, tokenizer.vocab_size,
+                               MaskingRecipe(probability=0.2, whole_word=True),
+                               random.Random(0), flags)
+print("predicted positions:", [i for i, label in enumerate(span_labels) if label != -100])
 
 # %% [markdown]
 # **Exercise 5.3 — why keep 10% unchanged?** Suppose the recipe were 100% `[MASK]`. What would

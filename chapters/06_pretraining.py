@@ -914,23 +914,29 @@ def main(argv: list[str] | None = None) -> int:
 #
 # ## Exercises
 #
-# **Exercise 6.1 — the schedule by hand.** Write `lr_at(step, peak, warmup, total)`: the
-# learning rate at a step under linear warm-up to `peak` over `warmup` steps, then linear
-# decay to 0 at `total`.
+# **Exercise 6.1 — a cosine schedule.** Many later models keep the linear warm-up but decay
+# along a half cosine instead of a straight line. Write `cosine_lr_at(step, peak, warmup,
+# total)`: linear warm-up from 0 to `peak` over `warmup` steps, then
+# `peak · ½(1 + cos(π · progress))` where progress runs from 0 at the end of the warm-up to
+# 1 at `total` (and stays 1 after it). Plot it beside the linear schedule above.
 
 # %%
-def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
+import math
+
+
+def cosine_lr_at(step: int, peak: float, warmup: int, total: int) -> float:
     ### BEGIN SOLUTION
-    if step < warmup:
-        return peak * step / warmup
-    return peak * max(0.0, (total - step) / (total - warmup))
+    if step <= warmup:
+        return peak * step / max(1, warmup)
+    progress = min(1.0, (step - warmup) / (total - warmup))
+    return peak * 0.5 * (1 + math.cos(math.pi * progress))
     ### END SOLUTION
 
 
 # %%
-from bertlib.checks import check_lr_at
+from bertlib.checks import check_cosine_lr_at
 
-check_lr_at(lr_at)
+check_cosine_lr_at(cosine_lr_at)
 
 # %% [markdown]
 # **Exercise 6.2 — what not to decay.** Write `decays(name)`: whether AdamW's weight decay

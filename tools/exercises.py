@@ -15,7 +15,7 @@ import nbformat
 
 SOLUTION_BEGIN = "### BEGIN SOLUTION"
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
-EXERCISE_HEADING = re.compile(r"^\*\*Exercise (\d+\.\d+)\b")
+EXERCISE_HEADING = re.compile(r"^\*\*Exercise (\d+\.\d+)\b", re.M)
 METADATA_KEY = "bertbook"
 
 
@@ -30,10 +30,9 @@ def exercise_cells(notebook: nbformat.NotebookNode) -> list[ExerciseCell]:
     """Every cell that takes part in an exercise, in notebook order."""
     found, current, previous_role = [], None, None
     for index, cell in enumerate(notebook.cells):
-        heading = EXERCISE_HEADING.match(cell.source.strip()) if cell.cell_type == "markdown" \
-            else None
-        if heading:
-            current, previous_role = heading.group(1), None
+        headings = EXERCISE_HEADING.findall(cell.source) if cell.cell_type == "markdown" else []
+        if headings:
+            current, previous_role = headings[-1], None
             continue
         if current is None:
             continue

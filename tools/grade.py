@@ -72,10 +72,14 @@ def _run(notebook: nbformat.NotebookNode, cell_timeout: int) -> tuple[str | None
     return None, started[0]
 
 
-def _error(cell) -> str | None:
+def _error(cell, cell_timeout: int) -> str | None:
+    """The cell's error, if it raised one; the interrupt of a timed-out cell says so."""
     for output in cell.get("outputs", []):
-        if output.get("output_type") == "error":
-            return f"{output['ename']}: {output['evalue']}"[:300]
+        if output.get("output_type") != "error":
+            continue
+        if output["ename"] == "KeyboardInterrupt":  # what our interrupt on timeout raises
+            return f"Timeout: interrupted after {cell_timeout} s (an endless loop?)"
+        return f"{output['ename']}: {output['evalue']}"[:300]
     return None
 
 
@@ -118,7 +122,8 @@ def grade_notebook(student: str, chapter: Path, path: Path, cell_timeout: int) -
             reason = "answer cell not found (was its cell deleted?)"
         if reason is None:
             for item in items:
-                if item.exercise == exercise and (error := _error(graded.cells[item.index])):
+                if item.exercise == exercise and (error := _error(graded.cells[item.index],
+                                                                 cell_timeout)):
                     reason = f"{item.role} cell: {error}"
                     break
         rows.append(Row(student, chapter.stem, exercise, 0 if reason else 1, 1, reason or "ok"))
