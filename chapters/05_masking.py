@@ -259,12 +259,12 @@ def coverage_after(epochs: int, copies: int | None, seed=0) -> float:
     for n, ids in enumerate(sequences):
         candidates += sum(t not in special_ids for t in ids)
         fixed = [mask_sequence(ids, special_ids, tokenizer.mask_id, tokenizer.vocab_size,
-                               recipe, random.Random(hash((seed, n, c))))[1]
+                               recipe, random.Random(f"{seed}-{n}-static-{c}"))[1]
                  for c in range(copies or 0)]
         for epoch in range(epochs):
             labels = fixed[epoch % copies] if copies else mask_sequence(
                 ids, special_ids, tokenizer.mask_id, tokenizer.vocab_size, recipe,
-                random.Random(hash((seed, n, "dynamic", epoch))))[1]
+                random.Random(f"{seed}-{n}-dynamic-{epoch}"))[1]
             seen.update((n, i) for i, label in enumerate(labels) if label != IGNORE_INDEX)
     return len(seen) / candidates
 

@@ -57,7 +57,7 @@ from pathlib import Path
 
 SIZES = {
     "smoke": dict(corpus="wikipedia", articles=None, vocab=4000, model="bert-tiny",
-                  seq=64, batch=32, steps=600, lr=2e-3, warmup=60, eval_every=200,
+                  seq=64, batch=32, steps=800, lr=2e-3, warmup=80, eval_every=200,
                   precision="fp32"),
     "cpu": dict(corpus="wikipedia", articles=None, vocab=8000, model="bert-mini",
                 seq=128, batch=32, steps=2000, lr=1e-3, warmup=200, eval_every=400,
@@ -833,14 +833,16 @@ plt.show()
 
 # %% [markdown]
 # The claim, checked at every size: a model that reads the context fills in hidden words far
-# better than any guess that ignores it.
+# better than any guess that ignores it. (The margin is set to hold from run to run: the
+# `tokenizers` WordPiece trainer breaks ties between equally frequent pairs differently in
+# each process, so the vocabulary — and every number here — varies a little between runs.)
 
 # %%
 accuracy = evaluation["mlm_accuracy"]
 best_baseline = max(baselines.values())
 print(f"held-out MLM accuracy {accuracy:.3f} against the best context-free guess "
       f"{best_baseline:.3f} ({accuracy / best_baseline:.1f}x)")
-assert accuracy > best_baseline + 0.05 and accuracy > 1.5 * best_baseline
+assert accuracy > 1.75 * best_baseline and accuracy - best_baseline > 0.03
 
 # %% [markdown]
 # Before and after, on the held-out sentences:

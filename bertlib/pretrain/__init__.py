@@ -11,7 +11,7 @@ from pathlib import Path
 
 SIZES = {
     "smoke": dict(corpus="wikipedia", articles=None, vocab=4000, model="bert-tiny",
-                  seq=64, batch=32, steps=600, lr=2e-3, warmup=60, eval_every=200,
+                  seq=64, batch=32, steps=800, lr=2e-3, warmup=80, eval_every=200,
                   precision="fp32"),
     "cpu": dict(corpus="wikipedia", articles=None, vocab=8000, model="bert-mini",
                 seq=128, batch=32, steps=2000, lr=1e-3, warmup=200, eval_every=400,
