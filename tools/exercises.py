@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import nbformat
 
-SOLUTION_BEGIN = "### BEGIN SOLUTION"
-HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+SOLUTION = ("### BEGIN SOLUTION", "### END SOLUTION")  # nbgrader's markers
+HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 EXERCISE_HEADING = re.compile(r"^\*\*Exercise (\d+\.\d+)\b", re.M)
 METADATA_KEY = "bertbook"
 
@@ -37,9 +37,9 @@ def exercise_cells(notebook: nbformat.NotebookNode) -> list[ExerciseCell]:
         if current is None:
             continue
         role = None
-        if SOLUTION_BEGIN in cell.source:
+        if SOLUTION[0] in cell.source:
             role = "answer" if cell.cell_type == "code" else "written"
-        elif cell.cell_type == "code" and HIDDEN_BEGIN in cell.source:
+        elif cell.cell_type == "code" and HIDDEN[0] in cell.source:
             role = "hidden"
         elif cell.cell_type == "code" and previous_role == "answer":
             role = "check"

@@ -22,10 +22,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.chapters import ROOT, chapter_sources, read_chapter
-from tools.exercises import tag_cells
+from tools.exercises import HIDDEN, SOLUTION, tag_cells
 
-SOLUTION = ("### BEGIN SOLUTION", "### END SOLUTION")
-HIDDEN = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
 MARKDOWN_STUB = "YOUR ANSWER HERE"
 
