@@ -96,8 +96,7 @@ class PretrainingCollator:
     def __init__(self, tokenizer, recipe: MaskingRecipe | None = None, seed: int = 0):
         self.tokenizer, self.recipe = tokenizer, recipe or MaskingRecipe()
         self.rng = random.Random(seed)
-        self.special_ids = {tokenizer.vocab[t] for t in
-                            ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")}
+        self.special_ids = tokenizer.special_ids
         self.continuation = {i for t, i in tokenizer.vocab.items() if t.startswith("##")}
 
     def __call__(self, pairs) -> dict[str, torch.Tensor]:

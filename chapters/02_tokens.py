@@ -316,6 +316,7 @@ class BertTokenizer:
     cls_id = property(lambda self: self.vocab["[CLS]"])
     sep_id = property(lambda self: self.vocab["[SEP]"])
     mask_id = property(lambda self: self.vocab["[MASK]"])
+    special_ids = property(lambda self: {self.vocab[token] for token in SPECIAL_TOKENS})
 
     def tokenize(self, text: str) -> list[str]:
         """The WordPiece tokens of a text, without [CLS]/[SEP]."""

@@ -188,7 +188,7 @@ def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.R
 # NBVAL_IGNORE_OUTPUT
 from bertlib.masking import IGNORE_INDEX, MaskingRecipe, mask_sequence
 
-special_ids = {tokenizer.vocab[t] for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")}
+special_ids = tokenizer.special_ids  # [PAD] [UNK] [CLS] [SEP] [MASK]
 example = tokenizer.encode(train_articles[0].paragraphs[0], truncation=True)
 masked, labels = mask_sequence(example.ids[:40], special_ids, tokenizer.mask_id,
                                tokenizer.vocab_size, MaskingRecipe(), random.Random(3))
@@ -491,8 +491,7 @@ class PretrainingCollator:
     def __init__(self, tokenizer, recipe: MaskingRecipe | None = None, seed: int = 0):
         self.tokenizer, self.recipe = tokenizer, recipe or MaskingRecipe()
         self.rng = random.Random(seed)
-        self.special_ids = {tokenizer.vocab[t] for t in
-                            ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")}
+        self.special_ids = tokenizer.special_ids
         self.continuation = {i for t, i in tokenizer.vocab.items() if t.startswith("##")}
 
     def __call__(self, pairs) -> dict[str, torch.Tensor]:
