@@ -56,10 +56,10 @@ class BertConfig:
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in raw.items() if key in known})
 
-    def to_json(self, path: str | Path) -> Path:
+    def to_json(self, path: str | Path, architecture: str = "BertModel") -> Path:
         """Write config.json as transformers expects it (with model_type and architecture)."""
         path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
-        payload = {"model_type": "bert", "architectures": ["BertModel"], **asdict(self)}
+        payload = {"model_type": "bert", "architectures": [architecture], **asdict(self)}
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         return path
 

@@ -14,10 +14,11 @@ from bertlib.masking import IGNORE_INDEX
 from bertlib.model import (
     SKIPPED_BUFFERS,
     BertModel,
-    CheckpointError,
     activation,
+    checkpoint_mismatch,
     init_bert_weights,
     read_state_dict,
+    save_pretrained,
 )
 
 
@@ -140,13 +141,10 @@ def load_with_heads(model: nn.Module, state: dict[str, torch.Tensor]) -> nn.Modu
     unused = [k for k in state if k not in expected and k not in TIED
               and k.removeprefix("bert.") not in SKIPPED_BUFFERS]
     missing = [k for k in expected if k not in matched and k not in TIED]
-    wrong = [f"{k}: checkpoint {tuple(t.shape)}, model {tuple(expected[k].shape)}"
-             for k, t in matched.items() if t.shape != expected[k].shape]
-    missing_encoder = [k for k in missing if k.startswith("bert.")]
-    if missing_encoder or wrong:
-        raise CheckpointError("the checkpoint does not fit this model.\n"
-                              + "".join(f"  missing: {k}\n" for k in missing_encoder)
-                              + "".join(f"  wrong shape: {line}\n" for line in wrong))
+    error = checkpoint_mismatch([k for k in missing if k.startswith("bert.")], matched,
+                                expected)
+    if error:
+        raise error
     model.load_state_dict(matched, strict=False)
     model.new_weights, model.unused_checkpoint_keys = missing, unused
     return model
@@ -158,24 +156,7 @@ def _from_pretrained(cls, folder: str | Path, **config_overrides):
     return load_with_heads(model, read_state_dict(folder)).eval()
 
 
-def _save_pretrained(self, folder: str | Path) -> Path:
-    """config.json + model.safetensors (tied weights once), loadable by transformers."""
-    import json
-
-    from safetensors.torch import save_file
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    config_path = self.config.to_json(folder)
-    payload = json.loads(config_path.read_text())
-    payload["architectures"] = [type(self).__name__]
-    config_path.write_text(json.dumps(payload, indent=2) + "\n")
-    tensors = {k: t.detach().contiguous().cpu() for k, t in self.state_dict().items()
-               if k not in TIED}
-    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
-    return folder
-
-
 for _model in (BertForPreTraining, BertForMaskedLM):
     _model.from_pretrained = classmethod(_from_pretrained)
-    _model.save_pretrained = _save_pretrained
+    _model.save_pretrained = save_pretrained  # BertModel's, skipping the tied decoder
+    _model.tied_weights = TIED

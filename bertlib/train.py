@@ -119,6 +119,7 @@ class Trainer:
             lambda step: warmup_then_linear_decay(step, config.warmup_steps, config.steps))
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.state = TrainingState()
+        self._shuffled = (-1, torch.empty(0, dtype=torch.long))  # (epoch, its order)
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -168,13 +169,20 @@ def _next_batch(self) -> dict[str, torch.Tensor]:
     per_epoch = len(self.dataset) // size
     if self.state.batch_in_epoch >= per_epoch:
         self.state.epoch, self.state.batch_in_epoch = self.state.epoch + 1, 0
-    order = torch.randperm(len(self.dataset),
-                           generator=torch.Generator().manual_seed(
-                               self.config.seed * 100_003 + self.state.epoch))
+    order = self._epoch_order(self.state.epoch)
     start = self.state.batch_in_epoch * size
     self.state.batch_in_epoch += 1
     examples = [self.dataset[i] for i in order[start:start + size].tolist()]
     return {k: v.to(self.device) for k, v in self.collator(examples).items()}
+
+
+def _epoch_order(self, epoch: int) -> torch.Tensor:
+    """This epoch's order of the dataset, a function of the seed and the epoch alone
+    (so a resumed run rebuilds it); shuffled once per epoch, not once per batch."""
+    if self._shuffled[0] != epoch:
+        generator = torch.Generator().manual_seed(self.config.seed * 100_003 + epoch)
+        self._shuffled = (epoch, torch.randperm(len(self.dataset), generator=generator))
+    return self._shuffled[1]
 
 
 def _train_step(self) -> dict:
@@ -233,7 +241,8 @@ def train(self, resume: bool = False) -> TrainingState:
     return self.state
 
 
-Trainer._next_batch, Trainer._train_step, Trainer.train = _next_batch, _train_step, train
+Trainer._epoch_order, Trainer._next_batch = _epoch_order, _next_batch
+Trainer._train_step, Trainer.train = _train_step, train
 
 
 @torch.no_grad()

@@ -121,10 +121,10 @@ class BertConfig:
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in raw.items() if key in known})
 
-    def to_json(self, path: str | Path) -> Path:
+    def to_json(self, path: str | Path, architecture: str = "BertModel") -> Path:
         """Write config.json as transformers expects it (with model_type and architecture)."""
         path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
-        payload = {"model_type": "bert", "architectures": ["BertModel"], **asdict(self)}
+        payload = {"model_type": "bert", "architectures": [architecture], **asdict(self)}
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         return path
 
@@ -527,6 +527,19 @@ def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
     raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
 
 
+def checkpoint_mismatch(missing: list[str], matched: dict[str, torch.Tensor],
+                        expected: dict[str, torch.Tensor]) -> CheckpointError | None:
+    """The error listing every missing key and wrong shape, or None if everything fits."""
+    wrong = [f"{name}: checkpoint {tuple(t.shape)}, model {tuple(expected[name].shape)}"
+             for name, t in matched.items() if t.shape != expected[name].shape]
+    if not missing and not wrong:
+        return None
+    return CheckpointError("the checkpoint does not fit this model.\n"
+                           + "".join(f"  missing: {name}\n" for name in missing)
+                           + "".join(f"  wrong shape: {line}\n" for line in wrong)
+                           + "Is config.json the one saved with these weights?")
+
+
 def match_state_dict(model: nn.Module, state: dict[str, torch.Tensor],
                      prefix: str = "bert.") -> tuple[dict[str, torch.Tensor], list[str]]:
     """Rename a checkpoint's keys to the model's; return (tensors to load, unused keys).
@@ -543,14 +556,10 @@ def match_state_dict(model: nn.Module, state: dict[str, torch.Tensor],
             matched[name] = tensor
         else:
             unused.append(key)
-    missing = [name for name in expected if name not in matched]
-    wrong = [f"{name}: checkpoint {tuple(t.shape)}, model {tuple(expected[name].shape)}"
-             for name, t in matched.items() if t.shape != expected[name].shape]
-    if missing or wrong:
-        raise CheckpointError("the checkpoint does not fit this model.\n"
-                              + "".join(f"  missing: {name}\n" for name in missing)
-                              + "".join(f"  wrong shape: {line}\n" for line in wrong)
-                              + "Is config.json the one saved with these weights?")
+    error = checkpoint_mismatch([name for name in expected if name not in matched], matched,
+                                expected)
+    if error:
+        raise error
     return matched, unused
 
 
@@ -572,19 +581,24 @@ def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertModel":
 
 
 def save_pretrained(self, folder: str | Path) -> Path:
-    """Write config.json and model.safetensors, loadable by from_pretrained or transformers."""
+    """Write config.json and model.safetensors, loadable by from_pretrained or transformers.
+
+    Weights tied to another parameter (a class's `tied_weights`) are written only once.
+    """
     from safetensors.torch import save_file
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    self.config.to_json(folder)
-    tensors = {name: t.detach().contiguous().cpu() for name, t in self.state_dict().items()}
+    self.config.to_json(folder, architecture=type(self).__name__)
+    tensors = {name: t.detach().contiguous().cpu() for name, t in self.state_dict().items()
+               if name not in self.tied_weights}
     save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
     return folder
 
 
 BertModel.from_pretrained = classmethod(from_pretrained)
 BertModel.save_pretrained = save_pretrained
+BertModel.tied_weights = ()
 
 # %% [markdown]
 # ## The proof: real weights, matched to 1e-5

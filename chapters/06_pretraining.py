@@ -112,10 +112,11 @@ from bertlib.masking import IGNORE_INDEX
 from bertlib.model import (
     SKIPPED_BUFFERS,
     BertModel,
-    CheckpointError,
     activation,
+    checkpoint_mismatch,
     init_bert_weights,
     read_state_dict,
+    save_pretrained,
 )
 
 
@@ -252,13 +253,10 @@ def load_with_heads(model: nn.Module, state: dict[str, torch.Tensor]) -> nn.Modu
     unused = [k for k in state if k not in expected and k not in TIED
               and k.removeprefix("bert.") not in SKIPPED_BUFFERS]
     missing = [k for k in expected if k not in matched and k not in TIED]
-    wrong = [f"{k}: checkpoint {tuple(t.shape)}, model {tuple(expected[k].shape)}"
-             for k, t in matched.items() if t.shape != expected[k].shape]
-    missing_encoder = [k for k in missing if k.startswith("bert.")]
-    if missing_encoder or wrong:
-        raise CheckpointError("the checkpoint does not fit this model.\n"
-                              + "".join(f"  missing: {k}\n" for k in missing_encoder)
-                              + "".join(f"  wrong shape: {line}\n" for line in wrong))
+    error = checkpoint_mismatch([k for k in missing if k.startswith("bert.")], matched,
+                                expected)
+    if error:
+        raise error
     model.load_state_dict(matched, strict=False)
     model.new_weights, model.unused_checkpoint_keys = missing, unused
     return model
@@ -270,27 +268,10 @@ def _from_pretrained(cls, folder: str | Path, **config_overrides):
     return load_with_heads(model, read_state_dict(folder)).eval()
 
 
-def _save_pretrained(self, folder: str | Path) -> Path:
-    """config.json + model.safetensors (tied weights once), loadable by transformers."""
-    import json
-
-    from safetensors.torch import save_file
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    config_path = self.config.to_json(folder)
-    payload = json.loads(config_path.read_text())
-    payload["architectures"] = [type(self).__name__]
-    config_path.write_text(json.dumps(payload, indent=2) + "\n")
-    tensors = {k: t.detach().contiguous().cpu() for k, t in self.state_dict().items()
-               if k not in TIED}
-    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
-    return folder
-
-
 for _model in (BertForPreTraining, BertForMaskedLM):
     _model.from_pretrained = classmethod(_from_pretrained)
-    _model.save_pretrained = _save_pretrained
+    _model.save_pretrained = save_pretrained  # BertModel's, skipping the tied decoder
+    _model.tied_weights = TIED
 
 # %% [markdown]
 # Are these BERT's heads? Against `transformers`' `BertForPreTraining` with the same random
@@ -499,6 +480,7 @@ class Trainer:
             lambda step: warmup_then_linear_decay(step, config.warmup_steps, config.steps))
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.state = TrainingState()
+        self._shuffled = (-1, torch.empty(0, dtype=torch.long))  # (epoch, its order)
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -553,13 +535,20 @@ def _next_batch(self) -> dict[str, torch.Tensor]:
     per_epoch = len(self.dataset) // size
     if self.state.batch_in_epoch >= per_epoch:
         self.state.epoch, self.state.batch_in_epoch = self.state.epoch + 1, 0
-    order = torch.randperm(len(self.dataset),
-                           generator=torch.Generator().manual_seed(
-                               self.config.seed * 100_003 + self.state.epoch))
+    order = self._epoch_order(self.state.epoch)
     start = self.state.batch_in_epoch * size
     self.state.batch_in_epoch += 1
     examples = [self.dataset[i] for i in order[start:start + size].tolist()]
     return {k: v.to(self.device) for k, v in self.collator(examples).items()}
+
+
+def _epoch_order(self, epoch: int) -> torch.Tensor:
+    """This epoch's order of the dataset, a function of the seed and the epoch alone
+    (so a resumed run rebuilds it); shuffled once per epoch, not once per batch."""
+    if self._shuffled[0] != epoch:
+        generator = torch.Generator().manual_seed(self.config.seed * 100_003 + epoch)
+        self._shuffled = (epoch, torch.randperm(len(self.dataset), generator=generator))
+    return self._shuffled[1]
 
 
 def _train_step(self) -> dict:
@@ -618,7 +607,8 @@ def train(self, resume: bool = False) -> TrainingState:
     return self.state
 
 
-Trainer._next_batch, Trainer._train_step, Trainer.train = _next_batch, _train_step, train
+Trainer._epoch_order, Trainer._next_batch = _epoch_order, _next_batch
+Trainer._train_step, Trainer.train = _train_step, train
 
 # %% [markdown]
 # ## Evaluation and the baselines to beat
