@@ -351,8 +351,8 @@ def simple_words(text: str) -> list[str]:
 
 
 # %% [markdown]
-# Loading the corpus (the first run parses the markup, about ten seconds; later runs read the
-# cache). The whole sample, whatever the size, is summarised here:
+# Loading the corpus (the first run parses the markup; later runs read the cache). The whole
+# sample, whatever the size, is summarised here:
 
 # %% [markdown]
 # From here on the chapter uses the library's copy of these functions, `bertlib.data`: the

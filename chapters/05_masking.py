@@ -337,7 +337,7 @@ assert whole_word == 1.0 and token_level < 0.5
 #   the time a random shorter one, so the model also sees short inputs;
 # * the chunk is cut at a random sentence boundary into A and B (a chunk of one long
 #   sentence is cut inside it: the original made B random there, which with long
-#   sentences and short sequences tilts the mix towards random — 60% in our smoke run);
+#   sentences and short sequences tilts the mix towards random);
 # * 50% of the time B is replaced by text from a **random other document** (the sentences it
 #   displaced are put back to be used next);
 # * a pair that is too long is **truncated** one token at a time from the longer segment,

@@ -364,8 +364,8 @@ assert warmup_then_linear_decay(0, 10, 100) == 0 and warmup_then_linear_decay(10
 # %% [markdown]
 # ## Mixed precision
 #
-# Matrix products in **bfloat16** run several times faster on recent hardware (about 2.5×
-# for a training step on this book's CPU machines, more on GPUs); bf16 keeps float32's
+# Matrix products in **bfloat16** run several times faster on hardware with bf16 units
+# (recent GPUs, and CPUs with AVX-512 BF16); bf16 keeps float32's
 # exponent range, so no loss scaling is needed. Under `torch.autocast`, PyTorch picks bf16
 # for the products and keeps reductions such as softmax and the loss in float32. Where bf16
 # is not supported (older GPUs), float16 needs a **gradient scaler**: the loss is multiplied
@@ -786,8 +786,8 @@ untrained = BertForPreTraining(BertConfig.preset(
 before = [top_guesses(untrained, probe_tokenizer, batch) for batch, _ in probes]
 
 # %% [markdown]
-# Now the run itself, at this size's settings. On this book's 2-core CPU machines the `cpu`
-# size takes about ten minutes; the progress bar shows the loss and the tokens per second.
+# Now the run itself, at this size's settings. The progress bar shows the loss and the
+# tokens per second; the cell prints how long the whole run took.
 
 # %%
 run_dir = Path(tempfile.mkdtemp(prefix=f"bert-{SIZE}-"))
