@@ -201,16 +201,22 @@ class BertModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None,
-                output_attentions: bool = False) -> BertModelOutput:
+                output_attentions: bool = False, causal: bool = False) -> BertModelOutput:
         """Encode a batch. attention_mask: 1 = token, 0 = padding (None: all tokens).
 
         With output_attentions=True the explicit attention path runs and each layer's
-        weights are returned; otherwise the fused kernel runs and stores none.
+        weights are returned; otherwise the fused kernel runs and stores none. causal=True
+        lets each token see only itself and the tokens before it: the left-to-right model
+        that chapter 07 compares BERT with.
         """
         self._check_input(input_ids, attention_mask, token_type_ids)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         mask = None if attention_mask is None else key_padding_mask(attention_mask)
+        if causal:
+            seq = input_ids.shape[1]
+            earlier = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()
+            mask = earlier if mask is None else mask & earlier
         hidden = self.embeddings(input_ids, token_type_ids)
         hidden, attentions = self.encoder(hidden, mask, output_attentions)
         pooled = self.pooler(hidden) if self.pooler is not None else None

@@ -245,16 +245,20 @@ TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
 
 
 def load_with_heads(model: nn.Module, state: dict[str, torch.Tensor]) -> nn.Module:
-    """Load encoder (required) and head weights (optional) into a model with heads."""
-    state = {key if key.startswith(("bert.", "cls.")) else f"bert.{key}": tensor
-             for key, tensor in state.items()}
+    """Load encoder (required) and head weights (optional) into a model with heads.
+
+    The pooler counts as a head: a checkpoint pretrained without next-sentence prediction
+    has none, and the model that loads it starts a fresh one.
+    """
     expected = model.state_dict()
+    state = {key if key in expected or key.startswith(("bert.", "cls.")) else f"bert.{key}":
+             tensor for key, tensor in state.items()}
     matched = {k: t for k, t in state.items() if k in expected and k not in TIED}
     unused = [k for k in state if k not in expected and k not in TIED
               and k.removeprefix("bert.") not in SKIPPED_BUFFERS]
     missing = [k for k in expected if k not in matched and k not in TIED]
-    error = checkpoint_mismatch([k for k in missing if k.startswith("bert.")], matched,
-                                expected)
+    required = [k for k in missing if k.startswith("bert.") and not k.startswith("bert.pooler.")]
+    error = checkpoint_mismatch(required, matched, expected)
     if error:
         raise error
     model.load_state_dict(matched, strict=False)
@@ -673,8 +677,13 @@ def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
 # %%
 #| export bertlib/pretrain/__init__.py
 def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
-                    device=None, progress: bool = True, objective: str = "mlm+nsp") -> dict:
-    """Pretrain with a size's settings; returns model, tokenizer, state, evaluation..."""
+                    device=None, progress: bool = True, objective: str = "mlm+nsp",
+                    model_class: type | None = None) -> dict:
+    """Pretrain with a size's settings; returns model, tokenizer, state, evaluation...
+
+    model_class replaces the objective's model by another one that reads the same batches
+    (chapter 07 trains a left-to-right model this way, on exactly the same data).
+    """
     from torch.utils.data import DataLoader
 
     from bertlib.book import best_device, seed_everything
@@ -705,7 +714,9 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     train_pairs, test_pairs = make_pairs(train_articles, 0), make_pairs(test_articles, 1)
     config = BertConfig.preset(settings["model"], vocab_size=tokenizer.vocab_size,
                                max_position_embeddings=settings["seq"])
-    model = (BertForPreTraining if objective == "mlm+nsp" else BertForMaskedLM)(config)
+    model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
+                                  else BertForMaskedLM)
+    model = model_class(config)
     fixed = DataLoader(test_pairs, batch_size=64, collate_fn=PretrainingCollator(tokenizer,
                                                                                   seed=1))
     test_batches = list(fixed)

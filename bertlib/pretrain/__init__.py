@@ -23,8 +23,13 @@ SIZES = {
 
 
 def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
-                    device=None, progress: bool = True, objective: str = "mlm+nsp") -> dict:
-    """Pretrain with a size's settings; returns model, tokenizer, state, evaluation..."""
+                    device=None, progress: bool = True, objective: str = "mlm+nsp",
+                    model_class: type | None = None) -> dict:
+    """Pretrain with a size's settings; returns model, tokenizer, state, evaluation...
+
+    model_class replaces the objective's model by another one that reads the same batches
+    (chapter 07 trains a left-to-right model this way, on exactly the same data).
+    """
     from torch.utils.data import DataLoader
 
     from bertlib.book import best_device, seed_everything
@@ -55,7 +60,9 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     train_pairs, test_pairs = make_pairs(train_articles, 0), make_pairs(test_articles, 1)
     config = BertConfig.preset(settings["model"], vocab_size=tokenizer.vocab_size,
                                max_position_embeddings=settings["seq"])
-    model = (BertForPreTraining if objective == "mlm+nsp" else BertForMaskedLM)(config)
+    model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
+                                  else BertForMaskedLM)
+    model = model_class(config)
     fixed = DataLoader(test_pairs, batch_size=64, collate_fn=PretrainingCollator(tokenizer,
                                                                                   seed=1))
     test_batches = list(fixed)
