@@ -77,14 +77,14 @@ from bertlib.model import BertModel, init_bert_weights, save_pretrained
 from bertlib.pretrain import SIZES as PRETRAINING_SIZES
 
 SIZES = {
-    "smoke": dict(pretrain=dict(PRETRAINING_SIZES["smoke"], vocab=3000, steps=400,
-                                warmup=40, eval_every=400),
-                  sentiment_train=3000, fractions=(0.01, 0.1, 1.0), max_length=64,
-                  epochs=2, min_steps=40, other_train=600, eval_cap=600),
-    "cpu": dict(pretrain=dict(PRETRAINING_SIZES["cpu"], seq=64, steps=1000, warmup=100,
-                              eval_every=500),
-                sentiment_train=None, fractions=(0.01, 0.1, 1.0), max_length=64,
-                epochs=2, min_steps=60, other_train=3000, eval_cap=None),
+    "smoke": dict(pretrain=dict(PRETRAINING_SIZES["smoke"], vocab=2000, steps=200,
+                                warmup=20, eval_every=200),
+                  sentiment_train=640, fractions=(0.05, 0.25, 1.0), max_length=48,
+                  epochs=1, min_steps=12, other_train=192, eval_cap=256),
+    "cpu": dict(pretrain=dict(PRETRAINING_SIZES["cpu"], seq=64, steps=600, warmup=60,
+                              eval_every=300),
+                sentiment_train=4000, fractions=(0.01, 0.1, 1.0), max_length=64,
+                epochs=2, min_steps=60, other_train=1000, eval_cap=None),
     "gpu": dict(pretrain=dict(PRETRAINING_SIZES["gpu"]),
                 sentiment_train=None, fractions=(0.01, 0.1, 1.0), max_length=128,
                 epochs=3, min_steps=100, other_train=None, eval_cap=None),
@@ -869,7 +869,7 @@ from bertlib.tasks import (
 )
 
 collator = TaskCollator(minilm_tokenizer.pad_id)
-MINILM_RECIPE = FineTuningRecipe(learning_rate=1e-4, epochs=S["epochs"],
+MINILM_RECIPE = FineTuningRecipe(learning_rate=2e-4, epochs=S["epochs"],
                                  min_steps=S["min_steps"])
 
 
