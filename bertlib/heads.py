@@ -166,18 +166,11 @@ for _model in (BertForPreTraining, BertForMaskedLM):
     _model.tied_weights = TIED
 
 
-class BertLMHeadModel(nn.Module):
-    """A left-to-right language model with BERT's encoder: causal attention, and the tied
-    MLM head predicting token i+1 from position i. Scored at the masked positions of a
-    masked-LM batch, so that its held-out accuracy compares with the masked models'."""
-
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.cls = BertOnlyMLMHead(config)
-        self.cls.apply(lambda module: init_bert_weights(module, config.initializer_range))
-        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+class BertLMHeadModel(BertForMaskedLM):
+    """A left-to-right language model with BERT's encoder: the masked LM's modules, used
+    under a causal mask to predict token i+1 from position i. Scored at the masked
+    positions of a masked-LM batch, so that its held-out accuracy compares with the masked
+    models'."""
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
                 **unused) -> PreTrainingOutput:
@@ -192,8 +185,3 @@ class BertLMHeadModel(nn.Module):
         positions = None if labels is None else labels != IGNORE_INDEX
         scored = logits if positions is None else logits[positions[:, 1:]]
         return PreTrainingOutput(loss, loss, None, scored, None, positions)
-
-
-BertLMHeadModel.from_pretrained = classmethod(_from_pretrained)
-BertLMHeadModel.save_pretrained = save_pretrained
-BertLMHeadModel.tied_weights = TIED
