@@ -1257,11 +1257,11 @@ check_macro_f1(macro_f1)
 # %%
 def stratified_sample(labels: list[int], fraction: float, seed: int = 0) -> list[int]:
     ### BEGIN SOLUTION
-    rng = random.Random(seed)
+    draw = random.Random(seed)
     chosen = []
     for label in sorted(set(labels)):
         members = [i for i, value in enumerate(labels) if value == label]
-        chosen += rng.sample(members, max(1, round(fraction * len(members))))
+        chosen += draw.sample(members, max(1, round(fraction * len(members))))
     return sorted(chosen)
     ### END SOLUTION
 
