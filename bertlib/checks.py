@@ -318,3 +318,19 @@ def check_stratified_sample(stratified_sample: Callable[[list[int], float, int],
                                     "of each label"),
         Case((1.0,), (30, 70, True), "all of them at fraction 1"),
     ], name="stratified_sample")
+
+
+# ---- chapter 09 -------------------------------------------------------------------
+
+def check_padding_share(padding_share: Callable[[list[int], int], float]) -> str:
+    """Exercise 09.1: the share of positions that padded batching wastes."""
+    return check_cases(padding_share, [
+        Case(([4, 4], 2), 0.0, "two documents of equal length need no padding"),
+        Case(([2, 4], 2), 0.25, "one batch padded to 4: 8 positions for 6 tokens"),
+        Case(([2, 4], 1), 0.0, "one document per batch: each batch is as long as its "
+                               "document"),
+        Case(([1, 3, 2, 2], 2), 0.2, "batches [1, 3] (6 positions) and [2, 2] (4): 8 of "
+                                     "10 positions hold tokens"),
+        Case(([1, 2, 3], 2), 1 / 7, "the last batch holds only the one remaining document: "
+                                    "4 + 3 positions for 6 tokens"),
+    ])

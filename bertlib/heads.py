@@ -122,8 +122,10 @@ class BertForMaskedLM(nn.Module):
         self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                **unused) -> PreTrainingOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids)
+                position_ids=None, **unused) -> PreTrainingOutput:
+        """position_ids: see BertModel (chapter 09 restarts them in packed sequences)."""
+        encoded = self.bert(input_ids, attention_mask, token_type_ids,
+                            position_ids=position_ids)
         logits, loss, positions = masked_lm(self.cls.predictions,
                                             encoded.last_hidden_state, labels)
         return PreTrainingOutput(loss, loss, None, logits, None, positions)

