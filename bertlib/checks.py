@@ -334,3 +334,25 @@ def check_padding_share(padding_share: Callable[[list[int], int], float]) -> str
         Case(([1, 2, 3], 2), 1 / 7, "the last batch holds only the one remaining document: "
                                     "4 + 3 positions for 6 tokens"),
     ])
+
+
+# ---- chapter 08 -------------------------------------------------------------------
+
+def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> str:
+    """Exercise 08.1: the relative position a head attends to most."""
+    import torch
+
+    def on(rows: list[list[float]]) -> int:
+        return favourite_offset(torch.tensor(rows))
+
+    on.__name__ = "favourite_offset"
+    return check_cases(on, [
+        Case(([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]],), 0, "every token attends to itself"),
+        Case(([[0, 1.0, 0], [0, 0, 1.0], [1.0, 0, 0]],), 1,
+             "rows 0 and 1 look one ahead (total 2); row 2's weight is at offset -2"),
+        Case(([[1.0, 0, 0], [1.0, 0, 0], [0, 1.0, 0]],), -1,
+             "rows 1 and 2 look one back (total 2), row 0 at itself (1)"),
+        Case(([[0.5, 0.5], [0.5, 0.5]],), 0,
+             "offsets -1 and 1 total 0.5 each, offset 0 totals 1"),
+        Case(([[0, 1.0], [1.0, 0]],), -1, "offsets -1 and 1 tie at 1.0: the smaller wins"),
+    ])

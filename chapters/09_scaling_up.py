@@ -428,8 +428,8 @@ if S["compile"]:
     show(compile_table)
     print(f"first compiled step (includes compiling): {first_call:.0f} s")
 else:
-    print(f"skipped at {SIZE} size: compiling takes longer than this size allows "
-          "(25-45 s on a 2-core CPU); the cpu and gpu sizes measure it")
+    print(f"skipped at {SIZE} size: compiling alone takes a minute or more on a small CPU; "
+          "the cpu and gpu sizes measure it")
 
 # %% [markdown]
 # ## Lever 5: packing short documents

@@ -73,5 +73,6 @@ def test_library_map_names_each_module_source():
     rows = {module: source for module, source, _ in book.library_map()}
     assert rows["bertlib.book"] == "written by hand"
     assert rows["bertlib.data"] == ("chapters/01_reading_one_way.py, chapters/02_tokens.py, "
-                                    "chapters/05_masking.py, chapters/07_fine_tuning.py")
+                                    "chapters/05_masking.py, chapters/07_fine_tuning.py, "
+                                    "chapters/08_inside_bert.py")
     assert rows["bertlib.model"] == "chapters/04_encoder.py"

@@ -1,0 +1,88 @@
+"""BERT-base pretraining throughput on one CUDA GPU: length 128, bf16 autocast, the fused
+attention kernel, the masked-LM head on masked positions only. Reports tokens per second
+and model FLOPs utilisation (MFU) against the GPU's datasheet peak.
+
+    python benchmarks/gpu_bert_base.py                 # batch 128, 20 timed steps
+    python benchmarks/gpu_bert_base.py --compile       # the same under torch.compile
+
+Without a CUDA device it says so and exits with status 2: there is nothing to measure.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+from bertlib.config import BertConfig
+from bertlib.fast import datasheet_peak_flops, training_flops_per_token
+from bertlib.heads import BertForPreTraining
+
+SEQ = 128
+MASKED_FRACTION = 0.15
+
+
+def synthetic_batch(batch: int, vocab_size: int, device: torch.device) -> dict:
+    """Random tokens (the arithmetic does not depend on which), 15% of them to predict."""
+    ids = torch.randint(1000, vocab_size, (batch, SEQ), device=device)
+    chosen = torch.rand(batch, SEQ, device=device) < MASKED_FRACTION
+    return {"input_ids": ids.masked_fill(chosen, 103), "attention_mask": torch.ones_like(ids),
+            "token_type_ids": torch.zeros_like(ids),
+            "labels": torch.where(chosen, ids, torch.full_like(ids, -100)),
+            "next_sentence_label": torch.randint(0, 2, (batch,), device=device)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--compile", action="store_true")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA device here: this script measures a GPU (run it on Colab or a GPU box)")
+        return 2
+    device = torch.device("cuda")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    config = BertConfig.preset("bert-base")
+    model = BertForPreTraining(config).to(device).train()
+    step_model = torch.compile(model) if args.compile else model
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    batch = synthetic_batch(args.batch, config.vocab_size, device)
+
+    def step() -> float:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = step_model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return float(loss.detach())  # waits for the GPU
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.reset_peak_memory_stats()
+    seconds = []
+    for _ in range(args.steps):
+        started = time.perf_counter()
+        step()
+        seconds.append(time.perf_counter() - started)
+    tokens_per_second = args.batch * SEQ / statistics.median(seconds)
+    predicted = float((batch["labels"] != -100).float().mean())
+    achieved = tokens_per_second * training_flops_per_token(config, SEQ, predicted)
+    peak = datasheet_peak_flops(device)
+    result = {"gpu": torch.cuda.get_device_name(device), "torch": torch.__version__,
+              "batch": args.batch, "seq": SEQ, "compile": args.compile,
+              "tokens_per_second": round(tokens_per_second),
+              "achieved_tflops": round(achieved / 1e12, 1),
+              "datasheet_tflops": None if peak is None else peak / 1e12,
+              "mfu": None if peak is None else round(achieved / peak, 3),
+              "peak_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 1),
+              "median_step_s": round(statistics.median(seconds), 4)}
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
