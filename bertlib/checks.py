@@ -336,6 +336,19 @@ def check_padding_share(padding_share: Callable[[list[int], int], float]) -> str
     ])
 
 
+def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> str:
+    """Exercise 09.3: micro-batch and accumulation steps for a global batch."""
+    return check_cases(batch_plan, [
+        Case((256, 8, 32), (32, 1), "32 per process fits in one micro-batch"),
+        Case((256, 8, 16), (16, 2), "32 per process, at most 16 at a time: two steps of 16"),
+        Case((256, 4, 24), (16, 4), "64 per process: one step of 64 or two of 32 are too "
+                                    "big, three steps do not divide 64; four steps of 16"),
+        Case((96, 4, 10), (8, 3), "24 per process; 12 is too big, so three steps of 8"),
+        Case((100, 8, 32), None, "100 sequences do not split evenly over 8 processes",
+             raises=ValueError),
+    ])
+
+
 # ---- chapter 08 -------------------------------------------------------------------
 
 def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> str:

@@ -140,11 +140,10 @@ assert report.ok, "fix the lines marked FIX above, then run this cell again"
 # | 05 Masking | how does BERT train without cheating? | `masking`, `data` |
 # | 06 Pretraining | how do we train it, for real? | `heads`, `train` |
 # | 07 Fine-tuning | what is pretraining worth on real tasks? | `tasks` |
-# | 08 Inside BERT | what has a real BERT learned? | `checkpoints`, `viz` |
+# | 08 Inside BERT | what has a real BERT learned? | `checkpoints`, `probing`, `data` |
 # | 09 Scaling up | how fast can it train, on one GPU and many? | `fast`, `distributed` |
 #
-# Chapters that are not written yet appear here as the plan. The library as it exists on
-# this machine right now, read from its own files:
+# The library as it exists on this machine right now, read from its own files:
 
 # %%
 # NBVAL_IGNORE_OUTPUT

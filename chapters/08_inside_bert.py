@@ -474,7 +474,9 @@ with torch.no_grad():
     pair_attentions = model(torch.tensor([pair.ids], device=DEVICE),
                             token_type_ids=torch.tensor([pair.type_ids], device=DEVICE),
                             output_attentions=True).attentions
-head_view(tuple(a.cpu() for a in pair_attentions), pair.tokens,
+# bertviz writes every weight into the page: 3 decimals (in float64, which prints them
+# short) are plenty to draw
+head_view(tuple(a.cpu().double().round(decimals=3) for a in pair_attentions), pair.tokens,
           sentence_b_start=pair.tokens.index("[SEP]") + 1)
 
 # %% [markdown]
@@ -665,4 +667,28 @@ check_favourite_offset(favourite_offset)
 # disadvantage on the control task, is the part of the score that comes from context
 # rather than memorised word identity. Hewitt & Liang call the difference between task and
 # control accuracy the probe's *selectivity*, and prefer probes with high selectivity.
+# ### END SOLUTION
+
+# %% [markdown]
+# **Exercise 8.3 — does the model need that head?** Layer 1's strongest head sends almost
+# all of its attention to the previous token. Design an experiment that tells whether the
+# model *needs* it: what would you switch off, how, and what would you measure on the
+# "bank" pairs and on the link probe? What result would say "attention weights are not an
+# explanation"?
+
+# %% [markdown]
+# ### BEGIN SOLUTION
+# Ablate the head: in that layer, zero the head's slice of the context vector (the
+# `head_size` columns that head contributes before `attention.output.dense`), or replace
+# its weights by a uniform distribution over the real tokens, and leave every other weight
+# alone. Then measure what the chapter measured, with and without the head: the
+# nearest-sense accuracy of "bank" per layer and the link probe's F1 per layer (retraining
+# the probes), and, as a sanity check, how far the last layer's vectors move (mean cosine
+# distance). If the numbers barely move, the model does not depend on that head for these
+# properties even though it attends sharply: a weight map shows where information *can*
+# flow, not what the computation relies on (Jain & Wallace, 2019, *Attention is not
+# Explanation*; Michel et al., 2019, found that many heads can be removed at test time with
+# little loss). If they drop, the head carries something the later layers use. Compare
+# against ablating a random head of the same layer, so that the drop is not just the cost
+# of removing any head.
 # ### END SOLUTION
