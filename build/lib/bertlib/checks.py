@@ -1,0 +1,371 @@
+"""Checks that students run on their exercise solutions, and that explain what is wrong.
+
+Each check calls the student's function on small cases whose answers were worked out by
+hand (never on a reference implementation, which would give the solution away) and, on
+the first wrong answer, says which input, what came back, what was expected and a hint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class CheckFailed(AssertionError):
+    """A student's answer is wrong; the message says how, and what to look at."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hand-worked example: arguments, the expected answer, and a hint if it fails."""
+
+    args: tuple[Any, ...]
+    expected: Any
+    hint: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    raises: type[BaseException] | None = None
+
+
+def _same(got: Any, expected: Any) -> bool:
+    if isinstance(expected, float):
+        return isinstance(got, (int, float)) and math.isclose(got, expected, abs_tol=1e-6)
+    return got == expected
+
+
+def _call(function: Callable[..., Any], case: Case, name: str = "") -> Any:
+    try:
+        return function(*case.args, **case.kwargs)
+    except NotImplementedError as error:
+        raise CheckFailed(
+            f"{name or function.__name__} is still the stub: replace `raise NotImplementedError` "
+            "with your code, run that cell, then run this check again."
+        ) from error
+
+
+def check_cases(function: Callable[..., Any], cases: list[Case], name: str = "") -> str:
+    """Run every case; raise CheckFailed at the first wrong one, else return a summary.
+
+    name: the student's function, when `function` is a wrapper around it.
+    """
+    name = name or function.__name__
+    for number, case in enumerate(cases, start=1):
+        shown = ", ".join([repr(a) for a in case.args] +
+                          [f"{k}={v!r}" for k, v in case.kwargs.items()])
+        call = f"{name}({shown})"
+        if case.raises is not None:
+            try:
+                got = _call(function, case, name)
+            except case.raises:
+                continue
+            raise CheckFailed(f"case {number}: {call} returned {got!r}, but it should raise "
+                              f"{case.raises.__name__}. Hint: {case.hint}")
+        got = _call(function, case, name)
+        if not _same(got, case.expected):
+            raise CheckFailed(f"case {number}: {call} returned {got!r}; expected "
+                              f"{case.expected!r}. Hint: {case.hint}")
+    summary = f"✓ {name}: all {len(cases)} checks passed"
+    print(summary)
+    return summary
+
+
+# ---- chapter 00 -------------------------------------------------------------------
+
+def check_top_words(top_words: Callable[[list[str], int], list[tuple[str, int]]]) -> str:
+    """Exercise 00.1: the n most frequent lower-cased words, most frequent first."""
+    return check_cases(top_words, [
+        Case((["the cat", "the dog"], 1), [("the", 2)],
+             "count words over all documents together, not per document"),
+        Case((["The cat", "the CAT sat"], 2), [("the", 2), ("cat", 2)],
+             "lower-case before counting: 'The' and 'the' are one word"),
+        Case((["b a", "a c b a"], 3), [("a", 3), ("b", 2), ("c", 1)],
+             "sort by count, highest first (collections.Counter.most_common does this)"),
+        Case((["a, b. a!"], 2), [("a", 2), ("b", 1)],
+             "split into words and drop punctuation: 'a,' and 'a!' are the word 'a'"),
+    ])
+
+
+def check_size_rule(size_for: Callable[[bool, str | None], str]) -> str:
+    """Exercise 00.2: the book's rule for choosing a size."""
+    return check_cases(size_for, [
+        Case((False, None), "cpu", "no GPU and nothing requested: the laptop size"),
+        Case((True, None), "gpu", "a CUDA GPU and nothing requested: the GPU size"),
+        Case((True, "smoke"), "smoke", "a requested size wins over the hardware"),
+        Case((False, "GPU"), "gpu", "size names are case-insensitive"),
+        Case((False, "huge"), None, "an unknown name is an error (raise ValueError)",
+             raises=ValueError),
+    ])
+
+
+# ---- chapter 01 -------------------------------------------------------------------
+
+def check_unigram_accuracy(
+    unigram_accuracy: Callable[[list[int], list[int]], float],
+) -> str:
+    """Exercise 01.1: accuracy of always guessing the most frequent training token."""
+    return check_cases(unigram_accuracy, [
+        Case(([5, 5, 7], [5, 7, 7, 7]), 0.25,
+             "the guess comes from the training ids; the accuracy is measured on the test ids"),
+        Case(([1, 2, 2, 2], [2, 2]), 1.0, "the most frequent training id here is 2"),
+        Case(([3, 3, 4], [4, 4, 4]), 0.0, "a guess that never appears in the test ids scores 0"),
+        Case(([], [1]), None, "with no training ids there is nothing to guess: raise ValueError",
+             raises=ValueError),
+    ])
+
+
+def check_reading_offsets(offsets_for: Callable[[str, int], tuple[int, ...]]) -> str:
+    """Exercise 01.2: which relative positions a one-way or two-way reader sees."""
+    return check_cases(offsets_for, [
+        Case(("left", 3), (-3, -2, -1), "left means negative offsets, nearest word last"),
+        Case(("right", 2), (1, 2), "right context starts at +1; offset 0 is the hidden word"),
+        Case(("both", 4), (-2, -1, 1, 2), "'both' splits the width evenly and skips offset 0"),
+        Case(("both", 3), None, "an odd width cannot be split evenly: raise ValueError",
+             raises=ValueError),
+        Case(("up", 2), None, "only 'left', 'right' and 'both' are readings: raise ValueError",
+             raises=ValueError),
+    ])
+
+
+# ---- chapter 02 -------------------------------------------------------------------
+
+def check_pieces_to_words(pieces_to_words: Callable[[list[str]], list[str]]) -> str:
+    """Exercise 02.1: WordPiece tokens joined back into words."""
+    return check_cases(pieces_to_words, [
+        Case((["un", "##aff", "##able", "!"],), ["unaffable", "!"],
+             "a ## piece continues the word before it; drop the ## when joining"),
+        Case((["the", "bank"],), ["the", "bank"], "pieces without ## are whole words"),
+        Case((["##ing", "x"],), ["ing", "x"],
+             "a ## piece with nothing before it starts a word; strip its ##"),
+        Case(([],), [], "no tokens, no words"),
+    ])
+
+
+def check_segment_ids(segment_ids: Callable[[int, int | None], list[int]]) -> str:
+    """Exercise 02.2: segment ids of [CLS] A [SEP] (B [SEP])."""
+    return check_cases(segment_ids, [
+        Case((2, None), [0, 0, 0, 0], "a single text: [CLS] a a [SEP], all segment 0"),
+        Case((1, 2), [0, 0, 0, 1, 1, 1],
+             "[CLS] and the first [SEP] belong to segment 0; B and the last [SEP] to 1"),
+        Case((3, 1), [0, 0, 0, 0, 0, 1, 1], "len_a + 2 zeros, then len_b + 1 ones"),
+    ])
+
+
+# ---- chapter 03 -------------------------------------------------------------------
+
+def check_causal_mask(causal_mask: Callable[[int], Any]) -> str:
+    """Exercise 03.1: lower-triangular boolean mask, True where attending is allowed."""
+    import torch
+
+    mask = _call(causal_mask, Case((3,), None, ""))
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise CheckFailed(f"causal_mask(3) should be a torch.bool tensor, got {mask!r}. "
+                          "Hint: torch.ones(seq, seq, dtype=torch.bool) is a start")
+    if mask.shape != (3, 3):
+        raise CheckFailed(f"causal_mask(3) has shape {tuple(mask.shape)}; expected (3, 3)")
+    expected = [[True, False, False], [True, True, False], [True, True, True]]
+    if mask.tolist() != expected:
+        raise CheckFailed(f"causal_mask(3) is {mask.tolist()}; expected {expected}. Hint: row "
+                          "i is the position attending; it may see columns 0..i (itself "
+                          "included). Look up Tensor.tril")
+    def allowed_pairs(seq: int) -> int:
+        return int(causal_mask(seq).sum())
+
+    return check_cases(allowed_pairs, [
+        Case((1,), 1, "a single position may attend to itself"),
+        Case((5,), 15, "a 5x5 causal mask allows 5+4+3+2+1 = 15 pairs"),
+    ], name="causal_mask")
+
+
+def check_attention_flops(attention_flops: Callable[[int, int], int]) -> str:
+    """Exercise 03.2: FLOPs of QKᵀ and weights·V for one sequence."""
+    return check_cases(attention_flops, [
+        Case((1, 1), 4, "two products, each one multiply-add (2 FLOPs) for seq=hidden=1"),
+        Case((2, 1), 16, "QKᵀ is (seq×hidden)·(hidden×seq): seq·seq·hidden multiply-adds"),
+        Case((4, 8), 512, "2 products × 2 FLOPs per multiply-add × seq² × hidden"),
+    ])
+
+
+# ---- chapter 04 -------------------------------------------------------------------
+
+def check_layer_norm(layer_norm: Callable[..., Any]) -> str:
+    """Exercise 04.1: LayerNorm over the last dimension, by hand."""
+    import torch
+
+    ones, zeros = torch.ones(2), torch.zeros(2)
+
+    def normalised(values: list[float], weight=ones, bias=zeros) -> list[float]:
+        out = layer_norm(torch.tensor([values]), weight, bias, 1e-12)
+        return [round(v, 4) for v in out[0].tolist()]
+
+    return check_cases(normalised, [
+        Case(([1.0, 3.0],), [-1.0, 1.0],
+             "subtract the mean (2) and divide by the standard deviation (1, not √2: "
+             "LayerNorm uses the biased variance, unbiased=False)"),
+        Case(([5.0, 5.0],), [0.0, 0.0], "equal values have zero variance: eps keeps it finite"),
+        Case(([1.0, 3.0], torch.tensor([2.0, 3.0]), torch.tensor([1.0, 0.0])), [-1.0, 3.0],
+             "scale by weight, then add bias, after normalising"),
+    ], name="layer_norm")
+
+
+def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> str:
+    """Exercise 04.2: the fraction of parameters in the feed-forward blocks."""
+    from bertlib.config import BertConfig
+
+    def share_of(**fields: int) -> float:
+        return round(feed_forward_share(BertConfig(**fields)), 6)
+
+    tiny = dict(vocab_size=10, hidden_size=2, num_hidden_layers=1, num_attention_heads=1,
+                intermediate_size=4, max_position_embeddings=4, type_vocab_size=2)
+    # by hand: embeddings (10+4+2)*2 + 4 = 36; layer: attention 4*(4+2) = 24, feed-forward
+    # (2*4+4) + (4*2+2) = 22, LayerNorms 8, so 54; pooler 4 + 2 = 6; total 96
+    return check_cases(share_of, [
+        Case((), round(22 / 96, 6), "feed-forward = (hidden*intermediate + intermediate) + "
+             "(intermediate*hidden + hidden) per layer; divide by the whole model's count, "
+             "pooler included", kwargs=tiny),
+        Case((), round(44 / 150, 6), "every layer has its own feed-forward block",
+             kwargs={**tiny, "num_hidden_layers": 2}),
+    ], name="feed_forward_share")
+
+
+# ---- chapter 05 -------------------------------------------------------------------
+
+def check_expected_coverage(expected_coverage: Callable[[int, float], float]) -> str:
+    """Exercise 05.1: 1 - (1 - p)^epochs."""
+    return check_cases(expected_coverage, [
+        Case((1, 0.15), 0.15, "after one epoch, exactly the tokens chosen once: p"),
+        Case((0, 0.15), 0.0, "after no epochs nothing has been predicted"),
+        Case((2, 0.5), 0.75, "a token escapes both epochs with probability (1-p)^2 = 0.25"),
+        Case((3, 1.0), 1.0, "p = 1 predicts everything at once"),
+    ])
+
+
+def check_span_continuation(span_continuation: Callable[[int, int], list[bool]]) -> str:
+    """Exercise 05.2: continuation flags that glue positions into spans."""
+    f, t = False, True
+    return check_cases(span_continuation, [
+        Case((7, 3), [f, t, t, f, t, t, f],
+             "each span starts with False and continues with True; the last may be short"),
+        Case((2, 1), [f, f], "spans of one token: nothing is glued"),
+        Case((0, 4), [], "no positions, no flags"),
+        Case((3, 0), None, "a span of 0 tokens makes no sense: raise ValueError",
+             raises=ValueError),
+    ])
+
+
+# ---- chapter 06 -------------------------------------------------------------------
+
+def check_cosine_lr_at(cosine_lr_at: Callable[[int, float, int, int], float]) -> str:
+    """Exercise 06.1: linear warm-up, then a half-cosine decay."""
+    return check_cases(cosine_lr_at, [
+        Case((0, 1e-3, 10, 110), 0.0, "the warm-up starts from zero"),
+        Case((5, 1e-3, 10, 110), 5e-4, "halfway through the warm-up: half the peak"),
+        Case((10, 1e-3, 10, 110), 1e-3, "the end of the warm-up is the peak"),
+        Case((35, 1e-3, 10, 110), 1e-3 * 0.5 * (1 + math.cos(math.pi / 4)),
+             "a quarter of the way through the decay: progress = (35-10)/(110-10) = 0.25"),
+        Case((60, 1e-3, 10, 110), 5e-4, "halfway through the decay, cos(π/2) = 0: half"),
+        Case((110, 1e-3, 10, 110), 0.0, "at the last step the rate is zero"),
+        Case((200, 1e-3, 10, 110), 0.0, "past the end progress stays 1: zero, never rising"),
+    ])
+
+
+def check_decays(decays: Callable[[str], bool]) -> str:
+    """Exercise 06.2: weight decay on weight matrices only."""
+    return check_cases(decays, [
+        Case(("bert.encoder.layer.0.attention.self.query.weight",), True,
+             "weight matrices are decayed"),
+        Case(("bert.encoder.layer.0.attention.self.query.bias",), False, "biases are not"),
+        Case(("bert.embeddings.LayerNorm.weight",), False,
+             "LayerNorm's scale is not decayed either, although its name ends in 'weight'"),
+        Case(("cls.predictions.bias",), False, "the output bias is a bias"),
+        Case(("bert.embeddings.word_embeddings.weight",), True, "embeddings are decayed"),
+    ])
+
+
+# ---- chapter 07 -------------------------------------------------------------------
+
+def check_macro_f1(macro_f1: Callable[[list[int], list[int], int], float]) -> str:
+    """Exercise 07.1: per-label F1, averaged with equal weight."""
+    return check_cases(macro_f1, [
+        Case(([0, 1, 1], [0, 1, 1], 2), 1.0, "all right: every label's F1 is 1"),
+        Case(([1, 1, 1, 1], [0, 1, 1, 1], 2), 3 / 7,
+             "label 0 is never predicted, so its F1 is 0; label 1: precision 3/4, recall 1, "
+             "F1 6/7; the mean is 3/7"),
+        Case(([0, 0, 2, 2], [0, 1, 2, 2], 3), (2 / 3 + 0 + 1) / 3,
+             "label 0: precision 1/2, recall 1 (F1 2/3); label 1: never predicted (0); "
+             "label 2: perfect (1); average over all three labels"),
+        Case(([0, 1], [0, 0], 3), (2 / 3 + 0 + 0) / 3,
+             "a label absent from both lists still counts, with F1 0, when num_labels "
+             "includes it"),
+    ])
+
+
+def check_stratified_sample(stratified_sample: Callable[[list[int], float, int], list[int]]
+                            ) -> str:
+    """Exercise 07.2: a sample that keeps each label's share."""
+    labels = [0] * 30 + [1] * 70
+
+    def summary(fraction: float, seed: int = 0) -> tuple[int, int, bool]:
+        chosen = stratified_sample(labels, fraction, seed)
+        zeros = sum(labels[i] == 0 for i in chosen)
+        return zeros, len(chosen) - zeros, chosen == sorted(set(chosen))
+
+    return check_cases(summary, [
+        Case((0.1,), (3, 7, True), "10% of 30 zeros is 3 and of 70 ones is 7; return the "
+                                   "indices sorted, each once"),
+        Case((0.5,), (15, 35, True), "half of each label"),
+        Case((0.01,), (1, 1, True), "round(0.3) = 0 and round(0.7) = 1, but keep at least one "
+                                    "of each label"),
+        Case((1.0,), (30, 70, True), "all of them at fraction 1"),
+    ], name="stratified_sample")
+
+
+# ---- chapter 09 -------------------------------------------------------------------
+
+def check_padding_share(padding_share: Callable[[list[int], int], float]) -> str:
+    """Exercise 09.1: the share of positions that padded batching wastes."""
+    return check_cases(padding_share, [
+        Case(([4, 4], 2), 0.0, "two documents of equal length need no padding"),
+        Case(([2, 4], 2), 0.25, "one batch padded to 4: 8 positions for 6 tokens"),
+        Case(([2, 4], 1), 0.0, "one document per batch: each batch is as long as its "
+                               "document"),
+        Case(([1, 3, 2, 2], 2), 0.2, "batches [1, 3] (6 positions) and [2, 2] (4): 8 of "
+                                     "10 positions hold tokens"),
+        Case(([1, 2, 3], 2), 1 / 7, "the last batch holds only the one remaining document: "
+                                    "4 + 3 positions for 6 tokens"),
+    ])
+
+
+def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> str:
+    """Exercise 09.3: micro-batch and accumulation steps for a global batch."""
+    return check_cases(batch_plan, [
+        Case((256, 8, 32), (32, 1), "32 per process fits in one micro-batch"),
+        Case((256, 8, 16), (16, 2), "32 per process, at most 16 at a time: two steps of 16"),
+        Case((256, 4, 24), (16, 4), "64 per process: one step of 64 or two of 32 are too "
+                                    "big, three steps do not divide 64; four steps of 16"),
+        Case((96, 4, 10), (8, 3), "24 per process; 12 is too big, so three steps of 8"),
+        Case((100, 8, 32), None, "100 sequences do not split evenly over 8 processes",
+             raises=ValueError),
+    ])
+
+
+# ---- chapter 08 -------------------------------------------------------------------
+
+def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> str:
+    """Exercise 08.1: the relative position a head attends to most."""
+    import torch
+
+    def on(rows: list[list[float]]) -> int:
+        return favourite_offset(torch.tensor(rows))
+
+    on.__name__ = "favourite_offset"
+    return check_cases(on, [
+        Case(([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]],), 0, "every token attends to itself"),
+        Case(([[0, 1.0, 0], [0, 0, 1.0], [1.0, 0, 0]],), 1,
+             "rows 0 and 1 look one ahead (total 2); row 2's weight is at offset -2"),
+        Case(([[1.0, 0, 0], [1.0, 0, 0], [0, 1.0, 0]],), -1,
+             "rows 1 and 2 look one back (total 2), row 0 at itself (1)"),
+        Case(([[0.5, 0.5], [0.5, 0.5]],), 0,
+             "offsets -1 and 1 total 0.5 each, offset 0 totals 1"),
+        Case(([[0, 1.0], [1.0, 0]],), -1, "offsets -1 and 1 tie at 1.0: the smaller wins"),
+    ])
