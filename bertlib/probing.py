@@ -90,7 +90,8 @@ def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_i
 def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
                            batch_size: int = 16) -> tuple[list[torch.Tensor], torch.Tensor]:
     """Every layer's vectors at the labelled positions of the features (label != -100),
-    and those labels: ([L + 1 tensors of (n, hidden)], (n,))."""
+    and those labels: ([L + 1 tensors of (n, hidden)], (n,)). The vectors are kept in
+    float16 on the CPU: BERT-base's 13 layers for 100,000 words are 2 GB even so."""
     device = next(model.parameters()).device
     per_layer: list[list[torch.Tensor]] = []
     labels = []
@@ -101,7 +102,7 @@ def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
         states = layer_states(model, {k: v.to(device) for k, v in batch.items()})
         per_layer = per_layer or [[] for _ in states]
         for layer, hidden in zip(per_layer, states):
-            layer.append(hidden.cpu()[chosen])
+            layer.append(hidden.cpu()[chosen].half())
         labels.append(batch_labels[chosen])
     return [torch.cat(layer) for layer in per_layer], torch.cat(labels)
 
@@ -110,6 +111,7 @@ def fit_linear_probe(vectors: torch.Tensor, labels: torch.Tensor, steps: int = 3
                      weight_decay: float = 1e-3) -> nn.Module:
     """Logistic regression (softmax over the label set) on standardised vectors, trained
     full-batch with L-BFGS: a convex problem, so the result does not depend on luck."""
+    vectors = vectors.float()
     mean, std = vectors.mean(0), vectors.std(0) + 1e-6
     probe = nn.Linear(vectors.shape[1], int(labels.max()) + 1)
     optimizer = torch.optim.LBFGS(probe.parameters(), max_iter=steps,
@@ -135,4 +137,4 @@ class Standardise(nn.Module):
         self.register_buffer("std", std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.mean) / self.std
+        return (x.float() - self.mean) / self.std
