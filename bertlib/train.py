@@ -124,6 +124,11 @@ class Trainer:
         # three: each of world_size processes takes its slice through its wrapped model.
         self.rank, self.world_size, self.forward_model = 0, 1, model
 
+    def _whole_batch(self, loss: float, tokens: int) -> tuple[float, int]:
+        """The step's loss and token count over the whole global batch: here, this
+        process's own (chapter 09 averages them over all processes)."""
+        return loss, tokens
+
     @property
     def checkpoint_path(self) -> Path | None:
         return self.output_dir / "checkpoint.pt" if self.output_dir else None
@@ -200,6 +205,7 @@ def _train_step(self) -> dict:
         self.scaler.scale(loss).backward()
         total += loss.item()
         tokens += int(batch["attention_mask"].sum())
+    total, tokens = self._whole_batch(total, tokens)
     if not math.isfinite(total) or total > self.config.max_loss:
         raise TrainingDiverged(
             f"the loss is {total} at step {self.state.step + 1}. Nothing was saved after the "

@@ -837,8 +837,9 @@ print(f"at this device's measured {flops_here / 1e9:,.0f} GFLOP/s: {hours:,.0f} 
 # each its `RANK`, `LOCAL_RANK` and `WORLD_SIZE` through environment variables.
 #
 # Chapter 06's `Trainer` was written with three slots for this — `rank`, `world_size` and
-# `forward_model` — so the data-parallel trainer only fills them in, and lets rank 0 alone
-# log and write checkpoints, and averages the logged loss over the processes. The global
+# `forward_model` — and one hook, `_whole_batch`. The data-parallel trainer fills them in:
+# rank 0 alone logs and writes checkpoints, and the step's loss is averaged over the
+# processes (for the log, and so that all of them see a divergence at once). The global
 # `batch_size` stays what it was; each of the `world_size` processes takes its share.
 
 # %%
@@ -908,15 +909,13 @@ class DataParallelTrainer(Trainer):
         dist.barrier()
         return path
 
-    def _train_step(self) -> dict:
-        """The step, with the loss and token count of the whole global batch in its record
-        (each process alone knows only its share)."""
-        record = super()._train_step()
-        totals = torch.tensor([record["loss"], record["tokens"]], dtype=torch.float64,
-                              device=self.device)
+    def _whole_batch(self, loss: float, tokens: int) -> tuple[float, int]:
+        """Mean loss and total tokens over all processes. Every process then judges the
+        same loss, so if training diverges they all stop together instead of one stopping
+        while the others wait for it forever."""
+        totals = torch.tensor([loss, tokens], dtype=torch.float64, device=self.device)
         dist.all_reduce(totals)
-        record["loss"], record["tokens"] = totals[0].item() / self.world_size, int(totals[1])
-        return record
+        return totals[0].item() / self.world_size, int(totals[1])
 
 
 # %% [markdown]

@@ -65,15 +65,13 @@ class DataParallelTrainer(Trainer):
         dist.barrier()
         return path
 
-    def _train_step(self) -> dict:
-        """The step, with the loss and token count of the whole global batch in its record
-        (each process alone knows only its share)."""
-        record = super()._train_step()
-        totals = torch.tensor([record["loss"], record["tokens"]], dtype=torch.float64,
-                              device=self.device)
+    def _whole_batch(self, loss: float, tokens: int) -> tuple[float, int]:
+        """Mean loss and total tokens over all processes. Every process then judges the
+        same loss, so if training diverges they all stop together instead of one stopping
+        while the others wait for it forever."""
+        totals = torch.tensor([loss, tokens], dtype=torch.float64, device=self.device)
         dist.all_reduce(totals)
-        record["loss"], record["tokens"] = totals[0].item() / self.world_size, int(totals[1])
-        return record
+        return totals[0].item() / self.world_size, int(totals[1])
 
 
 def switch_off_dropout(model: nn.Module) -> nn.Module:
