@@ -15,23 +15,14 @@ import sys
 import time
 
 import torch
+from pretraining_step import masked_batch  # this folder's CPU benchmark: the same batch
 
 from bertlib.config import BertConfig
 from bertlib.fast import datasheet_peak_flops, training_flops_per_token
 from bertlib.heads import BertForPreTraining
+from bertlib.masking import IGNORE_INDEX
 
 SEQ = 128
-MASKED_FRACTION = 0.15
-
-
-def synthetic_batch(batch: int, vocab_size: int, device: torch.device) -> dict:
-    """Random tokens (the arithmetic does not depend on which), 15% of them to predict."""
-    ids = torch.randint(1000, vocab_size, (batch, SEQ), device=device)
-    chosen = torch.rand(batch, SEQ, device=device) < MASKED_FRACTION
-    return {"input_ids": ids.masked_fill(chosen, 103), "attention_mask": torch.ones_like(ids),
-            "token_type_ids": torch.zeros_like(ids),
-            "labels": torch.where(chosen, ids, torch.full_like(ids, -100)),
-            "next_sentence_label": torch.randint(0, 2, (batch,), device=device)}
 
 
 def main() -> int:
@@ -50,7 +41,8 @@ def main() -> int:
     model = BertForPreTraining(config).to(device).train()
     step_model = torch.compile(model) if args.compile else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
-    batch = synthetic_batch(args.batch, config.vocab_size, device)
+    batch = {name: tensor.to(device)
+             for name, tensor in masked_batch(args.batch, SEQ, config.vocab_size).items()}
 
     def step() -> float:
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -69,7 +61,7 @@ def main() -> int:
         step()
         seconds.append(time.perf_counter() - started)
     tokens_per_second = args.batch * SEQ / statistics.median(seconds)
-    predicted = float((batch["labels"] != -100).float().mean())
+    predicted = float((batch["labels"] != IGNORE_INDEX).float().mean())
     achieved = tokens_per_second * training_flops_per_token(config, SEQ, predicted)
     peak = datasheet_peak_flops(device)
     result = {"gpu": torch.cuda.get_device_name(device), "torch": torch.__version__,

@@ -32,9 +32,11 @@ from bertlib.fast import (
     training_step,
 )
 from bertlib.heads import BertForPreTraining
+from bertlib.masking import IGNORE_INDEX
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MASKED_FRACTION = 0.15
+MASK_ID = 103  # [MASK] in BERT's uncased vocabulary
 LIBRARIES = ("bertlib", "transformers")
 
 
@@ -84,29 +86,30 @@ def build(library: str, config: BertConfig) -> torch.nn.Module:
 def check_same_function(ours: torch.nn.Module, theirs: torch.nn.Module,
                         config: BertConfig) -> None:
     """Refuse to time two models that do not compute the same loss from the same weights."""
-    batch = masked_batch(Case("check", 0, 0, 2, 16, "fp32", 0), config.vocab_size)
+    batch = masked_batch(2, 16, config.vocab_size)
     with torch.no_grad():
         losses = [float(model.eval()(**batch).loss) for model in (ours, theirs)]
     if abs(losses[0] - losses[1]) > 1e-4 * abs(losses[0]):
         raise RuntimeError(f"bertlib and transformers disagree on the loss: {losses}")
 
 
-def masked_batch(case: Case, vocab_size: int) -> dict[str, torch.Tensor]:
-    """Random tokens with 15% of positions to predict, and next-sentence labels."""
+def masked_batch(batch: int, seq: int, vocab_size: int) -> dict[str, torch.Tensor]:
+    """Random tokens (the arithmetic does not depend on which) with 15% of positions to
+    predict, two segments, and next-sentence labels; the same for every call."""
     generator = torch.Generator().manual_seed(1)
-    ids = torch.randint(1000, vocab_size, (case.batch, case.seq), generator=generator)
-    chosen = torch.rand(case.batch, case.seq, generator=generator) < MASKED_FRACTION
-    labels = torch.where(chosen, ids, torch.full_like(ids, -100))
-    return {"input_ids": ids.masked_fill(chosen, 103), "attention_mask": torch.ones_like(ids),
-            "token_type_ids": (torch.arange(case.seq) >= case.seq // 2).long().expand_as(ids),
+    ids = torch.randint(1000, vocab_size, (batch, seq), generator=generator)
+    chosen = torch.rand(batch, seq, generator=generator) < MASKED_FRACTION
+    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
+    return {"input_ids": ids.masked_fill(chosen, MASK_ID), "attention_mask": torch.ones_like(ids),
+            "token_type_ids": (torch.arange(seq) >= seq // 2).long().expand_as(ids),
             "labels": labels,
-            "next_sentence_label": torch.randint(0, 2, (case.batch,), generator=generator)}
+            "next_sentence_label": torch.randint(0, 2, (batch,), generator=generator)}
 
 
 def time_both(case: Case) -> dict[str, list[float]]:
     """Seconds per training step of each library, the runs interleaved."""
     config = case.config()
-    batch = masked_batch(case, config.vocab_size)
+    batch = masked_batch(case.batch, case.seq, config.vocab_size)
     steps = {library: training_step(build(library, config), batch, case.precision)
              for library in LIBRARIES}
     return interleaved_timings(steps, case.repeats)
@@ -118,7 +121,8 @@ def peak_growth_mib(library: str, case: Case) -> float:
     if not track_peak_memory():
         raise RuntimeError("peak memory is measured from /proc and glibc: Linux only")
     config = case.config()
-    step = training_step(build(library, config), masked_batch(case, config.vocab_size),
+    step = training_step(build(library, config),
+                         masked_batch(case.batch, case.seq, config.vocab_size),
                          case.precision)
     step()
     return peak_memory_mib(step, torch.device("cpu"))

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from bertlib.config import BertConfig
+from bertlib.masking import IGNORE_INDEX
 
 
 def interleaved_timings(steps: dict[str, Callable[[], object]], repeats: int,
@@ -133,10 +134,9 @@ def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
     """Masked-LM rows holding several (input ids, labels) documents each, ready for
     BertForMaskedLM: attention stays inside each document, positions restart in each,
     padding (document id 0) sees only padding."""
-    ignore = -100
     groups = first_fit_decreasing([len(ids) for ids, _ in documents], seq_len)
     ids = torch.full((len(groups), seq_len), pad_id)
-    labels = torch.full((len(groups), seq_len), ignore)
+    labels = torch.full((len(groups), seq_len), IGNORE_INDEX)
     document_ids = torch.zeros(len(groups), seq_len, dtype=torch.long)
     for row, group in enumerate(groups):
         start = 0
@@ -208,20 +208,20 @@ class PretrainingBudget:
     steps: int = 1_000_000
     phases: tuple[tuple[float, int], ...] = ((0.9, 128), (0.1, 512))
 
+    def phase_tokens(self) -> list[tuple[float, int]]:
+        """(tokens trained, sequence length) of each phase."""
+        return [(share * self.steps * self.batch_sequences * seq, seq)
+                for share, seq in self.phases]
+
     def tokens(self) -> float:
-        return sum(share * self.steps * self.batch_sequences * seq
-                   for share, seq in self.phases)
+        return sum(tokens for tokens, _ in self.phase_tokens())
 
     def flops(self, config: BertConfig, predicted_share: float = 0.15) -> float:
-        return sum(share * self.steps * self.batch_sequences * seq
-                   * training_flops_per_token(config, seq, predicted_share)
-                   for share, seq in self.phases)
+        return sum(tokens * training_flops_per_token(config, seq, predicted_share)
+                   for tokens, seq in self.phase_tokens())
 
     def hours(self, config: BertConfig, tokens_per_second: float, measured_seq: int) -> float:
-        """Wall-clock hours at a rate measured at `measured_seq`, rescaled to each phase's
-        length by FLOPs per token."""
-        measured = training_flops_per_token(config, measured_seq)
-        seconds = sum(share * self.steps * self.batch_sequences * seq
-                      / (tokens_per_second * measured / training_flops_per_token(config, seq))
-                      for share, seq in self.phases)
-        return seconds / 3600
+        """Wall-clock hours at a rate measured at `measured_seq`: the FLOP rate that rate
+        implies, spent on the budget's FLOPs (so longer phases cost more per token)."""
+        flop_rate = tokens_per_second * training_flops_per_token(config, measured_seq)
+        return self.flops(config) / flop_rate / 3600

@@ -231,8 +231,10 @@ class BertModel(nn.Module):
         self._check_input(input_ids, attention_mask, token_type_ids, position_ids)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        if attention_mask is None or attention_mask.dim() == 3:
-            mask = None if attention_mask is None else attention_mask.bool()[:, None]
+        if attention_mask is None:
+            mask = None
+        elif attention_mask.dim() == 3:  # which token sees which, the same for every head
+            mask = attention_mask.bool()[:, None]
         else:
             mask = key_padding_mask(attention_mask)
         if causal:

@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bertlib.masking import IGNORE_INDEX
+
 
 @torch.no_grad()
 def layer_states(model: nn.Module, batch: dict[str, torch.Tensor]) -> list[torch.Tensor]:
@@ -98,7 +100,7 @@ def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
     for first in range(0, len(features), batch_size):
         batch = collator(features[first:first + batch_size])
         batch_labels = batch.pop("labels")
-        chosen = batch_labels != -100
+        chosen = batch_labels != IGNORE_INDEX
         states = layer_states(model, {k: v.to(device) for k, v in batch.items()})
         per_layer = per_layer or [[] for _ in states]
         for layer, hidden in zip(per_layer, states):
@@ -112,11 +114,11 @@ def fit_linear_probe(vectors: torch.Tensor, labels: torch.Tensor, steps: int = 3
     """Logistic regression (softmax over the label set) on standardised vectors, trained
     full-batch with L-BFGS: a convex problem, so the result does not depend on luck."""
     vectors = vectors.float()
-    mean, std = vectors.mean(0), vectors.std(0) + 1e-6
+    standardise = Standardise(vectors.mean(0), vectors.std(0) + 1e-6)
     probe = nn.Linear(vectors.shape[1], int(labels.max()) + 1)
     optimizer = torch.optim.LBFGS(probe.parameters(), max_iter=steps,
                                   line_search_fn="strong_wolfe")
-    inputs = (vectors - mean) / std
+    inputs = standardise(vectors)
 
     def loss() -> torch.Tensor:
         optimizer.zero_grad()
@@ -125,7 +127,7 @@ def fit_linear_probe(vectors: torch.Tensor, labels: torch.Tensor, steps: int = 3
         return value
 
     optimizer.step(loss)
-    return nn.Sequential(Standardise(mean, std), probe).eval()
+    return nn.Sequential(standardise, probe).eval()
 
 
 class Standardise(nn.Module):

@@ -64,6 +64,7 @@ from bertlib.config import BertConfig
 from bertlib.data import minilm_dir, wikipedia_articles
 from bertlib.heads import BertForMaskedLM, PreTrainingOutput
 from bertlib.masking import IGNORE_INDEX, MaskingRecipe, mask_sequence
+from bertlib.tasks import TaskCollator
 from bertlib.tokenizer import BertTokenizer
 
 SIZES = {
@@ -107,6 +108,7 @@ from pathlib import Path
 import torch
 
 from bertlib.config import BertConfig
+from bertlib.masking import IGNORE_INDEX
 
 
 def interleaved_timings(steps: dict[str, Callable[[], object]], repeats: int,
@@ -459,10 +461,9 @@ def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
     """Masked-LM rows holding several (input ids, labels) documents each, ready for
     BertForMaskedLM: attention stays inside each document, positions restart in each,
     padding (document id 0) sees only padding."""
-    ignore = -100
     groups = first_fit_decreasing([len(ids) for ids, _ in documents], seq_len)
     ids = torch.full((len(groups), seq_len), pad_id)
-    labels = torch.full((len(groups), seq_len), ignore)
+    labels = torch.full((len(groups), seq_len), IGNORE_INDEX)
     document_ids = torch.zeros(len(groups), seq_len, dtype=torch.long)
     for row, group in enumerate(groups):
         start = 0
@@ -512,19 +513,12 @@ assert len(starts) > 2 and difference < 1e-4
 
 # %%
 def padded_batches(docs: list[tuple[list[int], list[int]]], rows: int) -> list[dict]:
-    """One document per row, `rows` per batch, padded to the batch's longest."""
-    batches = []
-    for first in range(0, len(docs), rows):
-        chunk = docs[first:first + rows]
-        length = max(len(ids) for ids, _ in chunk)
-        batches.append({
-            "input_ids": torch.tensor([ids + [tokenizer.pad_id] * (length - len(ids))
-                                       for ids, _ in chunk]),
-            "labels": torch.tensor([lab + [IGNORE_INDEX] * (length - len(lab))
-                                    for _, lab in chunk]),
-            "attention_mask": torch.tensor([[1] * len(ids) + [0] * (length - len(ids))
-                                            for ids, _ in chunk])})
-    return batches
+    """One document per row, `rows` per batch, padded to the batch's longest by chapter
+    07's collator."""
+    collate = TaskCollator(tokenizer.pad_id)
+    features = [{"input_ids": ids, "token_type_ids": [0] * len(ids), "labels": labels}
+                for ids, labels in docs]
+    return [collate(features[first:first + rows]) for first in range(0, len(features), rows)]
 
 
 def packed_batches(docs: list[tuple[list[int], list[int]]], rows: int) -> list[dict]:
@@ -790,23 +784,23 @@ class PretrainingBudget:
     steps: int = 1_000_000
     phases: tuple[tuple[float, int], ...] = ((0.9, 128), (0.1, 512))
 
+    def phase_tokens(self) -> list[tuple[float, int]]:
+        """(tokens trained, sequence length) of each phase."""
+        return [(share * self.steps * self.batch_sequences * seq, seq)
+                for share, seq in self.phases]
+
     def tokens(self) -> float:
-        return sum(share * self.steps * self.batch_sequences * seq
-                   for share, seq in self.phases)
+        return sum(tokens for tokens, _ in self.phase_tokens())
 
     def flops(self, config: BertConfig, predicted_share: float = 0.15) -> float:
-        return sum(share * self.steps * self.batch_sequences * seq
-                   * training_flops_per_token(config, seq, predicted_share)
-                   for share, seq in self.phases)
+        return sum(tokens * training_flops_per_token(config, seq, predicted_share)
+                   for tokens, seq in self.phase_tokens())
 
     def hours(self, config: BertConfig, tokens_per_second: float, measured_seq: int) -> float:
-        """Wall-clock hours at a rate measured at `measured_seq`, rescaled to each phase's
-        length by FLOPs per token."""
-        measured = training_flops_per_token(config, measured_seq)
-        seconds = sum(share * self.steps * self.batch_sequences * seq
-                      / (tokens_per_second * measured / training_flops_per_token(config, seq))
-                      for share, seq in self.phases)
-        return seconds / 3600
+        """Wall-clock hours at a rate measured at `measured_seq`: the FLOP rate that rate
+        implies, spent on the budget's FLOPs (so longer phases cost more per token)."""
+        flop_rate = tokens_per_second * training_flops_per_token(config, measured_seq)
+        return self.flops(config) / flop_rate / 3600
 
 
 # %%
@@ -864,6 +858,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from bertlib.book import best_device
 from bertlib.train import Trainer, TrainingConfig
 
 
@@ -872,7 +867,7 @@ def start_process_group() -> tuple[int, int, torch.device]:
     (NCCL on GPUs, gloo on CPUs) and take the GPU numbered LOCAL_RANK; otherwise (1 process)
     (0, 1, the best device)."""
     if "WORLD_SIZE" not in os.environ or int(os.environ["WORLD_SIZE"]) == 1:
-        return 0, 1, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return 0, 1, best_device()
     if torch.cuda.is_available():
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)

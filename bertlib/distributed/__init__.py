@@ -20,6 +20,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from bertlib.book import best_device
 from bertlib.train import Trainer, TrainingConfig
 
 
@@ -28,7 +29,7 @@ def start_process_group() -> tuple[int, int, torch.device]:
     (NCCL on GPUs, gloo on CPUs) and take the GPU numbered LOCAL_RANK; otherwise (1 process)
     (0, 1, the best device)."""
     if "WORLD_SIZE" not in os.environ or int(os.environ["WORLD_SIZE"]) == 1:
-        return 0, 1, torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return 0, 1, best_device()
     if torch.cuda.is_available():
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
