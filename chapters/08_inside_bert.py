@@ -674,15 +674,15 @@ check_favourite_offset(favourite_offset)
 # ### END SOLUTION
 
 # %% [markdown]
-# **Exercise 8.3 — does the model need that head?** Layer 1's strongest head sends almost
-# all of its attention to the previous token. Design an experiment that tells whether the
-# model *needs* it: what would you switch off, how, and what would you measure on the
-# "bank" pairs and on the link probe? What result would say "attention weights are not an
-# explanation"?
+# **Exercise 8.3 — does the model need that head?** The strongest previous-token head
+# found above sends most of its attention to the previous token. Design an experiment that
+# tells whether the model *needs* it: what would you switch off, how, and what would you
+# measure on the "bank" pairs and on the link probe? What result would say "attention
+# weights are not an explanation"?
 
 # %% [markdown]
 # ### BEGIN SOLUTION
-# Ablate the head: in that layer, zero the head's slice of the context vector (the
+# Ablate the head: in its layer, zero the head's slice of the context vector (the
 # `head_size` columns that head contributes before `attention.output.dense`), or replace
 # its weights by a uniform distribution over the real tokens, and leave every other weight
 # alone. Then measure what the chapter measured, with and without the head: the
