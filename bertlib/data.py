@@ -478,8 +478,77 @@ def wikipedia_links() -> list[LinkedParagraph]:
     return paragraphs
 
 
+@dataclass(frozen=True)
+class TaggedWords:
+    """Words and one tag per word, an index into the task's tag names (see tag_names)."""
+
+    words: tuple[str, ...]
+    tags: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SpanQuestion:
+    """A question, the paragraph that answers it, and each answer as a (start, end)
+    character span of the paragraph (SQuAD keeps several answers for one question)."""
+
+    question: str
+    context: str
+    answers: tuple[tuple[int, int], ...]
+
+
+def tag_names(kinds: list[str]) -> tuple[str, ...]:
+    """O, then B-kind and I-kind for each kind of mention: B tags odd, I tags even."""
+    return ("O", *[f"{prefix}-{kind}" for kind in kinds for prefix in "BI"])
+
+
+LINK_TAGS = tag_names(["LINK"])
+CONLL_TAGS = tag_names(["PER", "ORG", "LOC", "MISC"])  # as CoNLL-2003 is stored on the hub
+
+
+def words_in(spans: list[tuple[int, int]], start: int, end: int) -> list[int]:
+    """The indices of the words that overlap the characters start..end."""
+    return [i for i, (s, e) in enumerate(spans) if s < end and e > start]
+
+
+def link_words(paragraph: LinkedParagraph) -> TaggedWords:
+    """The paragraph's whitespace-separated words, B-LINK/I-LINK on the linked ones."""
+    spans = [match.span() for match in re.finditer(r"\S+", paragraph.text)]
+    tags = [0] * len(spans)
+    for start, end, _ in paragraph.links:
+        for n, word in enumerate(words_in(spans, start, end)):
+            tags[word] = 1 if n == 0 else 2
+    return TaggedWords(tuple(paragraph.text[s:e] for s, e in spans), tuple(tags))
+
+
+def link_questions(paragraph: LinkedParagraph) -> list[SpanQuestion]:
+    """One question per article the paragraph links to: its title; the answers are all
+    the mentions linked to it."""
+    targets = dict.fromkeys(target for _, _, target in paragraph.links)
+    return [SpanQuestion(target, paragraph.text,
+                         tuple((s, e) for s, e, linked in paragraph.links if linked == target))
+            for target in targets]
+
+
 GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
+CONLL2003_HUB = ("eriktks/conll2003", "refs/convert/parquet")  # the script's parquet export
+SQUAD_HUB = ("rajpurkar/squad", None)
+
+
+def hub_dataset(name: str, config: str | None = None, revision: str | None = None):
+    """A dataset from the Hugging Face hub (online only, e.g. on Colab)."""
+    try:
+        from datasets import load_dataset
+    except ImportError as error:
+        raise DataUnavailable("the paper's benchmarks are read with the `datasets` library. "
+                              "Install it with:  pip install datasets   (and be online)"
+                              ) from error
+    try:
+        return load_dataset(name, config, revision=revision)
+    except Exception as error:  # offline, renamed, or moved: say which dataset and why
+        raise DataUnavailable(f"could not load {name!r} from the Hugging Face hub ({error}). "
+                              "This needs internet; offline, use the book's own tasks."
+                              ) from error
 
 
 def glue_examples(rows, task: str) -> list[TextExample]:
@@ -490,18 +559,43 @@ def glue_examples(rows, task: str) -> list[TextExample]:
 
 
 def glue_task(task: str) -> dict[str, list[TextExample]]:
-    """A GLUE task downloaded with `datasets` (online only, e.g. on Colab). GLUE's test
-    labels are hidden, so its validation split serves as 'test' here."""
+    """A GLUE task: its train split, and its validation split as 'test'."""
     if task not in GLUE_TEXT_FIELDS:
         raise ValueError(f"unknown GLUE task {task!r}; choose one of {sorted(GLUE_TEXT_FIELDS)}")
-    try:
-        from datasets import load_dataset
-    except ImportError as error:
-        raise DataUnavailable("GLUE is read with the `datasets` library. Install it with:  "
-                              "pip install datasets   (and be online)") from error
-    data = load_dataset("nyu-mll/glue", task)
+    data = hub_dataset("nyu-mll/glue", task)
     return {"train": glue_examples(data["train"], task),
             "test": glue_examples(data["validation"], task)}
+
+
+def conll_words(rows) -> list[TaggedWords]:
+    """CoNLL-2003 rows ('tokens', and 'ner_tags' numbered as CONLL_TAGS) as TaggedWords.
+    The tokens become the words: they hold no spaces."""
+    return [TaggedWords(tuple(row["tokens"]), tuple(int(t) for t in row["ner_tags"]))
+            for row in rows if row["tokens"]]
+
+
+def conll2003() -> dict[str, list[TaggedWords]]:
+    """CoNLL-2003's English named entities (Tjong Kim Sang & De Meulder, 2003)."""
+    name, revision = CONLL2003_HUB
+    data = hub_dataset(name, revision=revision)
+    return {split: conll_words(data[hub_split])
+            for split, hub_split in [("train", "train"), ("dev", "validation"), ("test", "test")]}
+
+
+def squad_questions(rows) -> list[SpanQuestion]:
+    """SQuAD rows (question, context, answers with 'text' and 'answer_start') as
+    SpanQuestions; a validation question has up to three answers from different people."""
+    return [SpanQuestion(row["question"], row["context"],
+                         tuple((start, start + len(text)) for start, text in
+                               zip(row["answers"]["answer_start"], row["answers"]["text"])))
+            for row in rows]
+
+
+def squad() -> dict[str, list[SpanQuestion]]:
+    """SQuAD v1.1 (Rajpurkar et al., 2016): train, and its dev set as 'test'."""
+    name, revision = SQUAD_HUB
+    data = hub_dataset(name, revision=revision)
+    return {"train": squad_questions(data["train"]), "test": squad_questions(data["validation"])}
 
 
 @dataclass(frozen=True)

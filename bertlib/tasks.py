@@ -78,10 +78,10 @@ class BertForSequenceClassification(nn.Module):
 class BertForTokenClassification(nn.Module):
     """A label for every token (labels of -100 are skipped: continuation pieces, padding)."""
 
-    def __init__(self, config: BertConfig, num_labels: int):
+    def __init__(self, config: BertConfig, num_labels: int, causal: bool = False):
         super().__init__()
         _check_num_labels(num_labels)
-        self.config, self.num_labels = config, num_labels
+        self.config, self.num_labels, self.causal = config, num_labels, causal
         self.bert = BertModel(config, add_pooling_layer=False)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, num_labels)
@@ -89,7 +89,8 @@ class BertForTokenClassification(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None,
                 labels=None) -> TaskOutput:
-        hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
+        hidden = self.bert(input_ids, attention_mask, token_type_ids,
+                           causal=self.causal).last_hidden_state
         logits = self.classifier(self.dropout(hidden))
         return TaskOutput(classification_loss(logits, labels, self.num_labels), logits)
 
@@ -97,17 +98,17 @@ class BertForTokenClassification(nn.Module):
 class BertForQuestionAnswering(nn.Module):
     """Start and end scores for every token; the answer is the best span (best_span)."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, causal: bool = False):
         super().__init__()
-        self.config = config
+        self.config, self.causal = config, causal
         self.bert = BertModel(config, add_pooling_layer=False)
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         init_bert_weights(self.qa_outputs, config.initializer_range)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None,
                 start_positions=None, end_positions=None) -> TaskOutput:
-        logits = self.qa_outputs(
-            self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state)
+        logits = self.qa_outputs(self.bert(input_ids, attention_mask, token_type_ids,
+                                           causal=self.causal).last_hidden_state)
         if start_positions is None or end_positions is None:
             return TaskOutput(None, logits)
         seq = input_ids.shape[1]
@@ -136,7 +137,7 @@ for _model in TASK_MODELS:
     _model.tied_weights = ()
 
 
-LINK_TAGS = ("O", "B-LINK", "I-LINK")
+from bertlib.data import SpanQuestion, TaggedWords, words_in
 
 
 def classification_features(tokenizer, examples, max_length: int) -> list[dict]:
@@ -152,28 +153,11 @@ def classification_features(tokenizer, examples, max_length: int) -> list[dict]:
     return features
 
 
-def word_pieces(tokenizer, text: str) -> tuple[list[tuple[int, int]], list[list[int]]]:
-    """Each whitespace-separated word's character span and its WordPiece ids."""
-    spans = [match.span() for match in re.finditer(r"\S+", text)]
-    return spans, [[tokenizer.vocab[piece] for piece in tokenizer.tokenize(text[s:e])]
-                   for s, e in spans]
+def pieces_of(tokenizer, word: str) -> list[int]:
+    return [tokenizer.vocab[piece] for piece in tokenizer.tokenize(word)]
 
 
-def words_in(spans: list[tuple[int, int]], start: int, end: int) -> list[int]:
-    """The indices of the words that overlap the characters start..end."""
-    return [i for i, (s, e) in enumerate(spans) if s < end and e > start]
-
-
-def link_tags(spans: list[tuple[int, int]], links) -> list[int]:
-    """Each word's tag: B-LINK on a link's first word, I-LINK on the rest, O elsewhere."""
-    tags = [0] * len(spans)
-    for start, end, _ in links:
-        for n, word in enumerate(words_in(spans, start, end)):
-            tags[word] = 1 if n == 0 else 2
-    return tags
-
-
-def tagging_features(tokenizer, paragraphs, max_length: int) -> list[dict]:
+def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> list[dict]:
     """Windows of whole words (at most max_length pieces with [CLS] and [SEP]); each word's
     tag on its first piece, -100 on the other pieces and on [CLS]/[SEP]."""
     features, room = [], max_length - 2
@@ -183,11 +167,10 @@ def tagging_features(tokenizer, paragraphs, max_length: int) -> list[dict]:
                 "token_type_ids": [0] * (len(ids) + 2),
                 "labels": [IGNORE_INDEX, *labels, IGNORE_INDEX]}
 
-    for paragraph in paragraphs:
-        spans, pieces = word_pieces(tokenizer, paragraph.text)
+    for text in texts:
         ids, labels = [], []
-        for word_ids, tag in zip(pieces, link_tags(spans, paragraph.links)):
-            word_ids = word_ids[:room]
+        for word, tag in zip(text.words, text.tags):
+            word_ids = pieces_of(tokenizer, word)[:room]
             if ids and len(ids) + len(word_ids) > room:
                 features.append(window(ids, labels))
                 ids, labels = [], []
@@ -198,37 +181,40 @@ def tagging_features(tokenizer, paragraphs, max_length: int) -> list[dict]:
     return features
 
 
-def span_qa_features(tokenizer, paragraphs, max_length: int,
+def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
                      max_question: int = 24) -> list[dict]:
-    """One question per link target of a paragraph: [CLS] target [SEP] paragraph [SEP].
-    The answer is the first linked mention that fits in max_length; every linked mention
-    of the target is kept in `answers` (piece positions), as SQuAD keeps several answers."""
-    features = []
-    for paragraph in paragraphs:
-        spans, pieces = word_pieces(tokenizer, paragraph.text)
-        starts = [sum(len(p) for p in pieces[:i]) for i in range(len(pieces) + 1)]
-        for target in dict.fromkeys(t for _, _, t in paragraph.links):
-            question = [tokenizer.vocab[p] for p in tokenizer.tokenize(target)][:max_question]
-            offset = len(question) + 2
-            context = [i for word in pieces for i in word][:max_length - offset - 1]
-            answers = []
-            for start, end, linked in paragraph.links:
-                words = [w for w in words_in(spans, start, end) if pieces[w]]
-                if linked == target and words and starts[words[-1] + 1] <= len(context):
-                    answers.append((offset + starts[words[0]], offset + starts[words[-1] + 1] - 1))
-            if answers:
-                features.append({
-                    "input_ids": [tokenizer.cls_id, *question, tokenizer.sep_id, *context,
-                                  tokenizer.sep_id],
-                    "token_type_ids": [0] * offset + [1] * (len(context) + 1),
-                    "start_positions": answers[0][0], "end_positions": answers[0][1],
-                    "answers": answers, "target": target})
+    """[CLS] question [SEP] paragraph [SEP], cut to max_length pieces, with every answer
+    that fits as (start, end) piece positions; the first one is the training target.
+    A question whose answers all lie beyond the cut is left out (BERT slid a window over
+    long paragraphs instead, §4.2; the book's paragraphs are short)."""
+    features, tokenized = [], None
+    for item in questions:
+        if tokenized != item.context:  # consecutive questions often share a paragraph
+            spans = [match.span() for match in re.finditer(r"\S+", item.context)]
+            pieces = [pieces_of(tokenizer, item.context[s:e]) for s, e in spans]
+            starts = [sum(len(p) for p in pieces[:n]) for n in range(len(pieces) + 1)]
+            tokenized = item.context
+        question = pieces_of(tokenizer, item.question)[:max_question]
+        offset = len(question) + 2
+        context = [i for word in pieces for i in word][:max_length - offset - 1]
+        answers = []
+        for start, end in item.answers:
+            words = [w for w in words_in(spans, start, end) if pieces[w]]
+            if words and starts[words[-1] + 1] <= len(context):
+                answers.append((offset + starts[words[0]], offset + starts[words[-1] + 1] - 1))
+        if answers:
+            features.append({
+                "input_ids": [tokenizer.cls_id, *question, tokenizer.sep_id, *context,
+                              tokenizer.sep_id],
+                "token_type_ids": [0] * offset + [1] * (len(context) + 1),
+                "start_positions": answers[0][0], "end_positions": answers[0][1],
+                "answers": list(dict.fromkeys(answers)), "question": item.question})
     return features
 
 
 class TaskCollator:
     """Pad features into a batch: pad ids, attention mask, -100 under padded labels.
-    Keys other than the model's inputs and labels (answers, target) stay out of it."""
+    Keys other than the model's inputs and labels (answers, question) stay out of it."""
 
     LABELS = ("labels", "start_positions", "end_positions")
 
@@ -329,16 +315,18 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def mentions(tags: list[int]) -> set[tuple[int, int]]:
-    """(first word, last word) of each mention in a B/I/O tag sequence (an I with no B
-    before it opens a mention, as CoNLL's scorer does)."""
-    found, start = set(), None
+def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
+    """(first word, last word, kind) of each mention in B/I/O tags numbered as tag_names
+    makes them (B of kind k is 2k + 1, its I is 2k + 2). An I that does not continue a
+    mention of its kind opens one, as CoNLL's scorer does."""
+    found, start, kind = set(), None, None
     for i, tag in enumerate([*tags, 0]):
-        if start is not None and tag != 2:
-            found.add((start, i - 1))
+        continues = start is not None and tag > 0 and tag % 2 == 0 and (tag - 1) // 2 == kind
+        if start is not None and not continues:
+            found.add((start, i - 1, kind))
             start = None
-        if tag == 1 or (tag == 2 and start is None):
-            start = i
+        if tag > 0 and not continues:
+            start, kind = i, (tag - 1) // 2
     return found
 
 

@@ -552,15 +552,16 @@ class Standardise(nn.Module):
 
 
 # %%
+from bertlib.data import LINK_TAGS, link_words
 from bertlib.probing import fit_linear_probe, labelled_token_vectors
-from bertlib.tasks import LINK_TAGS, TaskCollator, f1_score, tagging_features
+from bertlib.tasks import TaskCollator, f1_score, tagging_features
 
 every = max(1, len(paragraphs) // S["probe_paragraphs"])
 chosen_paragraphs = paragraphs[::every]  # spread over all articles, so every split has some
 splits = {part: [p for p in chosen_paragraphs if split_of(p.article) in parts]
           for part, parts in [("train", ("train",)), ("test", ("dev", "test"))]}
 collator = TaskCollator(tokenizer.pad_id)
-features = {part: tagging_features(tokenizer, rows, S["max_length"])
+features = {part: tagging_features(tokenizer, [link_words(p) for p in rows], S["max_length"])
             for part, rows in splits.items()}
 layers, inside = {}, {}
 for part, part_features in features.items():

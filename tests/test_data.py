@@ -2,6 +2,8 @@
 
 import builtins
 import json
+import sys
+import types
 
 import pytest
 
@@ -161,3 +163,42 @@ def test_glue_rows_become_examples():
         data.TextExample("A cat sat.", 1, "A cat was sitting.")]
     with pytest.raises(ValueError, match="unknown GLUE task"):
         data.glue_task("squad")
+
+
+def test_conll_rows_become_tagged_words():
+    rows = [{"tokens": ["EU", "rejects", "German", "call"], "ner_tags": [3, 0, 7, 0]},
+            {"tokens": [], "ner_tags": []}]  # the hub keeps the document separators
+    (words,) = data.conll_words(rows)
+    assert words == data.TaggedWords(("EU", "rejects", "German", "call"), (3, 0, 7, 0))
+    assert [data.CONLL_TAGS[t] for t in words.tags] == ["B-ORG", "O", "B-MISC", "O"]
+
+
+def test_squad_rows_become_span_questions():
+    context = "Normans gave their name to Normandy, a region in France."
+    rows = [{"question": "In what country is Normandy?", "context": context,
+             "answers": {"text": ["France", "France"], "answer_start": [49, 49]}}]
+    (question,) = data.squad_questions(rows)
+    assert [context[s:e] for s, e in question.answers] == ["France", "France"]
+
+
+def test_hub_datasets_without_the_library_say_how_to_get_it(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_datasets(name, *args, **kwargs):
+        if name == "datasets":
+            raise ImportError("No module named 'datasets'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_datasets)
+    for load in (data.conll2003, data.squad, lambda: data.glue_task("sst2")):
+        with pytest.raises(data.DataUnavailable, match="pip install datasets"):
+            load()
+
+
+def test_hub_datasets_offline_name_the_dataset(monkeypatch):
+    def offline(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'rajpurkar/squad' on the Hub")
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=offline))
+    with pytest.raises(data.DataUnavailable, match="could not load 'rajpurkar/squad'"):
+        data.squad()

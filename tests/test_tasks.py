@@ -6,7 +6,17 @@ import torch
 import transformers
 
 from bertlib.config import BertConfig
-from bertlib.data import LinkedParagraph, TextExample
+from bertlib.data import (
+    CONLL_TAGS,
+    LINK_TAGS,
+    LinkedParagraph,
+    SpanQuestion,
+    TaggedWords,
+    TextExample,
+    link_questions,
+    link_words,
+    tag_names,
+)
 from bertlib.heads import BertForMaskedLM, BertLMHeadModel
 from bertlib.model import BertModel, CheckpointError
 from bertlib.tasks import (
@@ -151,24 +161,37 @@ def test_best_span_respects_order_length_and_context():
 
 
 @pytest.mark.parametrize("tags, expected", [
-    ([0, 1, 2, 0, 1], {(1, 2), (4, 4)}),
-    ([1, 1, 2, 2], {(0, 0), (1, 3)}),
-    ([0, 2, 2, 0], {(1, 2)}),  # an I with no B opens a mention
+    ([0, 1, 2, 0, 1], {(1, 2, 0), (4, 4, 0)}),
+    ([1, 1, 2, 2], {(0, 0, 0), (1, 3, 0)}),
+    ([0, 2, 2, 0], {(1, 2, 0)}),  # an I with no B opens a mention
     ([0, 0], set()),
+    ([1, 2, 4, 3, 4, 0], {(0, 1, 0), (2, 2, 1), (3, 4, 1)}),  # I of another kind opens one
 ])
 def test_mentions_from_tags(tags, expected):
     assert mentions(tags) == expected
 
 
+def test_tag_names_number_b_odd_and_i_even():
+    assert CONLL_TAGS == ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC",
+                          "B-MISC", "I-MISC")
+    assert LINK_TAGS == tag_names(["LINK"]) == ("O", "B-LINK", "I-LINK")
+
+
+def test_link_words_tag_the_linked_words():
+    paragraph = LinkedParagraph("t", "the city of new york .", ((12, 20, "New York City"),))
+    assert link_words(paragraph) == TaggedWords(("the", "city", "of", "new", "york", "."),
+                                                (0, 0, 0, 1, 2, 0))
+
+
 def test_tagging_labels_sit_on_first_pieces():
     tokenizer = _tokenizer()
     text = "paris is a city of france ."
-    paragraph = LinkedParagraph("t", text, ((0, 5, "Paris"), (19, 25, "France")))
-    (feature,) = tagging_features(tokenizer, [paragraph], max_length=32)
+    words = link_words(LinkedParagraph("t", text, ((0, 5, "Paris"), (19, 25, "France"))))
+    (feature,) = tagging_features(tokenizer, [words], max_length=32)
     tokens = [tokenizer.id_to_token[i] for i in feature["input_ids"]]
     assert tokens == ["[CLS]", "paris", "is", "a", "city", "of", "france", ".", "[SEP]"]
     assert feature["labels"] == [-100, 1, 0, 0, 0, 0, 1, 0, -100]
-    windows = tagging_features(tokenizer, [paragraph], max_length=5)  # 3 pieces a window
+    windows = tagging_features(tokenizer, [words], max_length=5)  # 3 pieces a window
     assert [len(w["input_ids"]) for w in windows] == [5, 5, 3]
 
 
@@ -177,13 +200,22 @@ def test_span_answers_cover_the_linked_words():
     text = "american cities , the capital of united states"
     paragraph = LinkedParagraph("t", text, ((0, 8, "United states"), (32, 46, "United states"),
                                             (22, 29, "Capital")))
-    features = span_qa_features(tokenizer, [paragraph], max_length=32)
-    assert [f["target"] for f in features] == ["United states", "Capital"]
+    features = span_qa_features(tokenizer, link_questions(paragraph), max_length=32)
+    assert [f["question"] for f in features] == ["United states", "Capital"]
     first = features[0]
     spans = [tokenizer.decode(first["input_ids"][s:e + 1]) for s, e in first["answers"]]
     assert spans == ["american", "united states"]
     assert (first["start_positions"], first["end_positions"]) == first["answers"][0]
     assert all(first["token_type_ids"][s] == 1 for s, _ in first["answers"])
+
+
+def test_span_questions_beyond_the_window_are_left_out():
+    tokenizer = _tokenizer()
+    question = SpanQuestion("france", "paris is a city of france .", ((19, 25),))
+    (kept,) = span_qa_features(tokenizer, [question], max_length=12)  # all 7 pieces fit
+    assert tokenizer.decode(kept["input_ids"][kept["start_positions"]:
+                                              kept["end_positions"] + 1]) == "france"
+    assert span_qa_features(tokenizer, [question], max_length=8) == []  # 4 fit: france is cut
 
 
 def test_collator_pads_inputs_and_labels():
