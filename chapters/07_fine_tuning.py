@@ -41,8 +41,13 @@ if "google.colab" in sys.modules:
 # %% [markdown]
 # One size switch chooses everything. `pretrain` is a budget for chapter 06's
 # `run_pretraining` (the `gpu` size uses chapter 06's own `gpu` run); the rest sizes the
-# fine-tuning runs. (Besides the usual tools, the first cell imports what the cells that
-# extend `bertlib.data` and `bertlib.heads` below use from those modules.)
+# fine-tuning runs. To fit in a laptop's half hour, the `cpu` size pretrains bert-tiny (two
+# layers half as wide as chapter 06's bert-mini, so it takes several times more steps in
+# the same CPU minutes), and
+# lets a fixed draw of 5,000 sentiment sentences stand for the whole training set
+# (`sentiment_train`; the `gpu` size uses all of them). (Besides the usual tools, the
+# first cell imports what the cells that extend `bertlib.data` and `bertlib.heads` below
+# use from those modules.)
 
 # %%
 import bz2
@@ -78,21 +83,18 @@ from bertlib.pretrain import SIZES as PRETRAINING_SIZES
 SIZES = {
     "smoke": dict(pretrain=dict(PRETRAINING_SIZES["smoke"], vocab=2000, steps=150,
                                 warmup=15, eval_every=150),
-                  sentiment_train=320, fractions=(0.1, 0.5, 1.0), max_length=32,
-                  epochs=1, min_steps=6, other_train=96, pair_train=96, eval_cap=128,
-                  benchmark_train=96,
-                  assert_claims=False),
-    "cpu": dict(pretrain=dict(PRETRAINING_SIZES["cpu"], seq=64, vocab=6000, steps=300,
-                              warmup=30, eval_every=300),
-                sentiment_train=None, fractions=(0.01, 0.1, 1.0), max_length=64,
-                epochs=1, min_steps=60, other_train=1000, pair_train=None, eval_cap=600,
-                benchmark_train=1000,
-                assert_claims=True),
+                  sentiment_train=320, fractions=(0.1, 0.5, 1.0), label_draws=2,
+                  max_length=32, epochs=1, min_steps=6, other_train=96, pair_train=96,
+                  eval_cap=128, benchmark_train=96, assert_claims=False),
+    "cpu": dict(pretrain=dict(PRETRAINING_SIZES["cpu"], model="bert-tiny", seq=64, vocab=6000,
+                              steps=1000, lr=2e-3, warmup=100, eval_every=1000),
+                sentiment_train=5000, fractions=(0.01, 0.1, 1.0), label_draws=3,
+                max_length=64, epochs=1, min_steps=60, other_train=800, pair_train=None,
+                eval_cap=600, benchmark_train=1000, assert_claims=True),
     "gpu": dict(pretrain=dict(PRETRAINING_SIZES["gpu"]),
-                sentiment_train=None, fractions=(0.01, 0.1, 1.0), max_length=128,
-                epochs=3, min_steps=100, other_train=None, pair_train=None, eval_cap=None,
-                benchmark_train=20_000,
-                assert_claims=True),
+                sentiment_train=None, fractions=(0.01, 0.1, 1.0), label_draws=3,
+                max_length=128, epochs=3, min_steps=100, other_train=None, pair_train=None,
+                eval_cap=None, benchmark_train=20_000, assert_claims=True),
 }
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
@@ -967,11 +969,13 @@ def task_features(tokenizer, task: str, split: str) -> list[dict]:
 
 
 @functools.cache
-def fine_tuned_scores(start: str, task: str, n_train: int | None = None) -> dict[str, float]:
-    """Test scores of `start` fine-tuned on n_train training examples of `task`."""
+def fine_tuned_scores(start: str, task: str, n_train: int | None = None,
+                      draw: int = 0) -> dict[str, float]:
+    """Test scores of `start` fine-tuned on n_train training examples of `task` (which
+    ones depends on `draw`; every start gets the same ones for the same draw)."""
     tokenizer, load, recipe = STARTS[start]
     _, _, head, options, evaluate, _ = TASKS[task]
-    train = sample(task_features(tokenizer, task, "train"), n_train)
+    train = sample(task_features(tokenizer, task, "train"), n_train, seed=draw)
     test = sample(task_features(tokenizer, task, "test"), S["eval_cap"], seed=1)
     seed_everything(0)
     model = load(head, options)
@@ -984,7 +988,10 @@ def fine_tuned_scores(start: str, task: str, n_train: int | None = None) -> dict
     return scores
 
 
-n_sentiment = len(sample(sentiment["train"], S["sentiment_train"]))
+print(f"sentiment: {S['sentiment_train'] or 'all'} of the {len(sentiment['train']):,} "
+      "training sentences at this size")
+sentiment["train"] = sample(sentiment["train"], S["sentiment_train"])
+n_sentiment = len(sentiment["train"])
 train_sizes = {task: n_sentiment if task == "sentiment" else S["other_train"] for task in TASKS}
 minilm_results = {task: fine_tuned_scores("MiniLM (real)", task, train_sizes[task])
                   for task in TASKS}
@@ -1063,20 +1070,23 @@ from bertlib.pretrain import run_pretraining
 
 OBJECTIVES = {"MLM + NSP": dict(objective="mlm+nsp"), "MLM only": dict(objective="mlm"),
               "left-to-right": dict(model_class=BertLMHeadModel)}
-pretrained_dirs, pretraining_scores = {}, {}
+pretrained_dirs, pretraining_scores, context_free_guess = {}, {}, {}
 for name, how in OBJECTIVES.items():
     run_dir = Path(tempfile.mkdtemp(prefix="bert-ch07-"))
     started = time.perf_counter()
     run = run_pretraining(S["pretrain"], run_dir, device=DEVICE, progress=False, **how)
     pretrained_dirs[name] = run_dir / "model"
     pretraining_scores[name] = run["evaluation"]["mlm_accuracy"]
+    context_free_guess[name] = max(run["baselines"].values())
     print(f"{name:14} {len(run['state'].history)} steps in "
           f"{(time.perf_counter() - started) / 60:.1f} min; held-out accuracy on the masked "
           f"tokens {pretraining_scores[name]:.3f} (best context-free guess "
-          f"{max(run['baselines'].values()):.3f})")
+          f"{context_free_guess[name]:.3f})")
 
 # %% [markdown]
-# A surprise, perhaps: on the same budget, the left-to-right model guesses the hidden
+# All three learned something — each guesses the hidden tokens well above the best guess
+# that ignores the context (the check below asks for 1.5 times it) — though not much yet.
+# And a surprise, perhaps: on the same budget, the left-to-right model guesses the hidden
 # tokens *better* than the masked models, although it sees only one side. It learns from
 # every position of every sequence, while a masked model learns from the 15% it hid: per
 # step, it gets about seven times as many predictions to learn from. That is the price
@@ -1086,6 +1096,7 @@ for name, how in OBJECTIVES.items():
 # %%
 print({name: round(score, 3) for name, score in pretraining_scores.items()})
 if S["assert_claims"]:
+    assert all(pretraining_scores[n] > 1.5 * context_free_guess[n] for n in OBJECTIVES)
     assert pretraining_scores["left-to-right"] > max(pretraining_scores["MLM + NSP"],
                                                      pretraining_scores["MLM only"])
 
@@ -1095,8 +1106,9 @@ if S["assert_claims"]:
 # The sentiment task, with 1%, 10% and all of its training labels, from three starts: the
 # real MiniLM weights; the book's own MLM + NSP checkpoint from above; and **random**
 # weights of that same architecture and vocabulary — no pretraining at all. Every start
-# sees the same examples at each fraction, and the same recipe (the two small models share
-# a learning rate, set by hand).
+# sees the same examples at each fraction, and the same recipe. The two small models share
+# a learning rate, set by hand: a larger one than MiniLM's, as small models take (Turc et
+# al., 2019).
 
 # %%
 from bertlib.config import BertConfig
@@ -1107,7 +1119,7 @@ def from_folder(folder: Path, **fixed):
     return lambda head, options: head.from_pretrained(folder, **fixed, **options)
 
 
-SMALL_RECIPE = FineTuningRecipe(learning_rate=3e-4, epochs=S["epochs"],
+SMALL_RECIPE = FineTuningRecipe(learning_rate=1e-3, epochs=S["epochs"],
                                 min_steps=S["min_steps"])
 book_dir = pretrained_dirs["MLM + NSP"]
 book_tokenizer = BertTokenizer.from_pretrained(book_dir)
@@ -1136,23 +1148,46 @@ plt.show()
 
 # %% [markdown]
 # The claims. With the fewest labels, the real pretrained model beats the model from
-# random weights by a clear margin; and with a tenth of the labels it does at least as well
-# as the model from scratch with all of them — the paper's point that pretraining stands
-# in for a great deal of labelled data. The book's own checkpoint is printed beside them:
-# how far it falls short of MiniLM is a measure of how much more pretraining a useful
-# encoder needs than a few CPU minutes on a hundred articles.
+# random weights by a clear margin (more than 0.05); and with a tenth of the labels it does
+# at least as well as the model from scratch with all of them — the paper's point that
+# pretraining stands in for a great deal of labelled data.
 
 # %%
 fewest, tenth = label_counts[0], label_counts[1]
 scratch_best = max(label_curve[("from scratch", n)] for n in label_counts)
-for start in ("MiniLM (real)", "book (MLM + NSP)"):
-    gain = label_curve[(start, fewest)] - label_curve[("from scratch", fewest)]
-    print(f"with {fewest} labels, {start} against scratch: {gain:+.3f}")
+minilm_gain = label_curve[("MiniLM (real)", fewest)] - label_curve[("from scratch", fewest)]
+print(f"with {fewest} labels, MiniLM against scratch: {minilm_gain:+.3f}")
 print(f"MiniLM with {tenth} labels: {label_curve[('MiniLM (real)', tenth)]:.3f}; the best "
       f"from scratch, with up to {label_counts[-1]} labels: {scratch_best:.3f}")
 if S["assert_claims"]:
-    assert label_curve[("MiniLM (real)", fewest)] > label_curve[("from scratch", fewest)] + 0.05
+    assert minilm_gain > 0.05
     assert label_curve[("MiniLM (real)", tenth)] >= scratch_best
+
+# %% [markdown]
+# And the book's own checkpoint? With so few labels one draw of them can be lucky, so the
+# book's checkpoint and the random weights are compared on several draws of the fewest
+# labels, each draw the same for both. The book's checkpoint passes if it wins every
+# draw by the margin MiniLM won by.
+
+# %%
+draws = range(S["label_draws"])
+book_gains = [fine_tuned_scores("book (MLM + NSP)", "sentiment", fewest, draw)["accuracy"]
+              - fine_tuned_scores("from scratch", "sentiment", fewest, draw)["accuracy"]
+              for draw in draws]
+book_wins = all(gain > 0.05 for gain in book_gains)
+print(f"with {fewest} labels, book (MLM + NSP) against scratch, draw by draw: "
+      + ", ".join(f"{gain:+.3f}" for gain in book_gains)
+      + f" -> {'a clear win' if book_wins else 'no clear win'}; held-out accuracy on the "
+      f"masked tokens {pretraining_scores['MLM + NSP']:.3f}")
+
+# %% [markdown]
+# When it does not win (the cell says which), the reason is in the number beside the
+# verdict: after a few CPU minutes on a hundred articles, the book's checkpoint still
+# guesses most hidden words wrong. What little it has learned about words is not what a
+# task that a few dozen labels teach can borrow. MiniLM was distilled from a model
+# pretrained for days on billions of words. Where a run of this chapter falls between the
+# two is a measure of how much pretraining a useful encoder needs: the `gpu` size, with
+# chapter 06's full run, is where the book's own checkpoint can be asked again.
 
 # %% [markdown]
 # ## What mattered: the paper's Table 5, at book scale
@@ -1173,24 +1208,28 @@ STARTS["left-to-right"] = (BertTokenizer.from_pretrained(pretrained_dirs["left-t
                            SMALL_RECIPE)
 ABLATION = {"MLM + NSP": "book (MLM + NSP)", "MLM only": "MLM only",
             "left-to-right": "left-to-right"}
-PAPER_TABLE_5 = {"MLM + NSP": (84.4, 86.7), "MLM only": (83.9, 86.5),
-                 "left-to-right": (82.1, 77.5)}  # BERT-base: MNLI-m, MRPC accuracy (%)
+PAPER_TABLE_5 = {  # BERT-base, accuracy (%): SST-2 (sentences), MNLI-m and MRPC (pairs)
+    "MLM + NSP": {"SST-2": 92.7, "MNLI-m": 84.4, "MRPC": 86.7},
+    "MLM only": {"SST-2": 92.6, "MNLI-m": 83.9, "MRPC": 86.5},
+    "left-to-right": {"SST-2": 92.1, "MNLI-m": 82.1, "MRPC": 77.5},
+}
 ablation = {(name, task): fine_tuned_scores(start, task, n)["accuracy"]
             for name, start in ABLATION.items()
             for task, n in [("sentiment", n_sentiment), ("headline match", S["pair_train"])]}
-print(f"{'pretrained with':15} {'sentiment':>10} {'headlines':>10}   paper: MNLI-m   MRPC")
+print(f"{'pretrained with':15} {'sentiment':>10} {'headlines':>10}   paper: SST-2 MNLI-m  MRPC")
 for name in ABLATION:
+    paper = PAPER_TABLE_5[name]
     print(f"{name:15} {ablation[(name, 'sentiment')]:10.3f} "
-          f"{ablation[(name, 'headline match')]:10.3f}   {PAPER_TABLE_5[name][0]:13.1f} "
-          f"{PAPER_TABLE_5[name][1]:6.1f}")
+          f"{ablation[(name, 'headline match')]:10.3f}   {paper['SST-2']:12.1f} "
+          f"{paper['MNLI-m']:6.1f} {paper['MRPC']:5.1f}")
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
 panels = [("this book (accuracy)", {t: [ablation[(n, t)] for n in ABLATION]
                                     for t in ("sentiment", "headline match")}),
           ("the paper, BERT-base (accuracy, %)",
-           {"MNLI-m": [PAPER_TABLE_5[n][0] for n in ABLATION],
-            "MRPC (pairs)": [PAPER_TABLE_5[n][1] for n in ABLATION]})]
+           {"SST-2": [PAPER_TABLE_5[n]["SST-2"] for n in ABLATION],
+            "MRPC (pairs)": [PAPER_TABLE_5[n]["MRPC"] for n in ABLATION]})]
 for ax, (title, bars) in zip(axes, panels):
     for offset, (task, heights) in enumerate(bars.items()):
         ax.bar([i + 0.38 * offset for i in range(len(ABLATION))], heights, width=0.38,
@@ -1203,19 +1242,23 @@ for ax, (title, bars) in zip(axes, panels):
 plt.show()
 
 # %% [markdown]
-# Does the paper's finding — left to right is the worst start for the pair task — hold at
-# book scale? The cell says what this run measured. If all three starts sit at the
-# majority share, none of them learned the pair task on this budget, and the comparison
-# says nothing either way; the `gpu` size, with chapter 06's full pretraining run, is
-# where the question can be settled.
+# In the paper the sentence task hardly moves (SST-2 92.7, 92.6, 92.1) while the pair task
+# drops for left to right (MRPC 77.5 against 86.7). Does that finding — left to right is
+# the worst start for the pair task — hold at book scale? The cell says what this run
+# measured. Unless some start beats the majority share on the pair task by a margin
+# (0.05, as above), none of them learned it on this budget, and the comparison says
+# nothing either way; the `gpu` size, with chapter 06's full pretraining run, is where the
+# question can be settled.
 
 # %%
 left_to_right = ablation[("left-to-right", "headline match")]
 bidirectional = min(ablation[(n, "headline match")] for n in ("MLM + NSP", "MLM only"))
-learned = max(ablation[(n, "headline match")] for n in ABLATION) > baseline("headline match")
-verdict = ("left-to-right is the worst start, as in the paper" if left_to_right < bidirectional
-           else "left-to-right is not the worst start here" if learned
-           else "no start learned the pair task on this budget: no verdict")
+best = max(ablation[(n, "headline match")] for n in ABLATION)
+worst = left_to_right < bidirectional
+verdict = ("no start learned the pair task on this budget: no verdict"
+           if best <= baseline("headline match") + 0.05
+           else "left-to-right is the worst start, as in the paper" if worst
+           else "left-to-right is not the worst start here")
 print(f"headline matching: left-to-right {left_to_right:.3f}, the worse bidirectional "
       f"model {bidirectional:.3f} -> {verdict}")
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
@@ -1344,8 +1387,9 @@ else:
 #   `span_qa_features`, `TaskCollator`); `FineTuningRecipe` and `fine_tune` on chapter 06's
 #   trainer; accuracy, F1, mention F1, exact match.
 # * `bertlib.heads`: `BertLMHeadModel`, the left-to-right baseline.
-# * Measured: all five tasks learned well above their baselines; the labels a pretrained
-#   start saves on sentiment; and the paper's Table 5 ablation, at book scale.
+# * Measured: all five tasks learned well above their baselines; the labels the real
+#   pretrained start saves on sentiment, and whether the book's own checkpoint saves any;
+#   and the paper's Table 5 ablation, at book scale.
 #
 # ## Exercises
 #
