@@ -17,10 +17,10 @@ import time
 import torch
 from pretraining_step import masked_batch  # this folder's CPU benchmark: the same batch
 
+from bertbook.measure import datasheet_peak_flops, training_flops_per_token
+from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
-from bertlib.fast import datasheet_peak_flops, training_flops_per_token
-from bertlib.heads import BertForPreTraining
-from bertlib.masking import IGNORE_INDEX
+from bertlib.pretraining import BertForPreTraining
 
 SEQ = 128
 

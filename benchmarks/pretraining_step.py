@@ -23,16 +23,16 @@ from pathlib import Path
 
 import torch
 
-from bertlib.config import BertConfig
-from bertlib.fast import (
+from bertbook.measure import (
     interleaved_timings,
     medians,
     peak_memory_mib,
     track_peak_memory,
     training_step,
 )
-from bertlib.heads import BertForPreTraining
-from bertlib.masking import IGNORE_INDEX
+from bertlib.batch import IGNORE_INDEX
+from bertlib.config import BertConfig
+from bertlib.pretraining import BertForPreTraining
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MASKED_FRACTION = 0.15

@@ -14,7 +14,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bertlib.errors import ConfigError
 
+__all__ = ["scaled_dot_product", "key_padding_mask", "BertSelfAttention"]
+
+
+# From chapters/03_attention.py, cell 7.
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                        mask: torch.Tensor | None = None, dropout_p: float = 0.0
                        ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -35,13 +40,14 @@ def key_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     return attention_mask.bool()[:, None, None, :]
 
 
+# From chapters/03_attention.py, cell 23.
 class BertSelfAttention(nn.Module):
     """Multi-head self-attention: project to queries, keys and values, attend per head."""
 
     def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0):
         super().__init__()
         if hidden_size % num_heads:
-            raise ValueError(f"hidden_size {hidden_size} is not divisible by "
+            raise ConfigError(f"hidden_size {hidden_size} is not divisible by "
                              f"num_heads {num_heads}: every head needs the same width")
         self.num_heads, self.head_size = num_heads, hidden_size // num_heads
         self.query = nn.Linear(hidden_size, hidden_size)

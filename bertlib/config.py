@@ -3,14 +3,16 @@
 """BertConfig: the numbers that make one BERT differ from another, as in config.json."""
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
+from bertlib.errors import ConfigError
+
+__all__ = ["ACTIVATIONS", "BertConfig", "PRESETS", "parameter_count"]
+
+
+# From chapters/04_encoder.py, cell 5.
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
-
-
-class ConfigError(ValueError):
-    """A configuration that no BERT can have, or a config.json this library cannot read."""
 
 
 @dataclass
@@ -28,10 +30,22 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
+    is_decoder: bool = False  # True: every token sees only the tokens before it
+    num_labels: int | None = None  # a task head's outputs (default 2, or len(id2label))
+    id2label: dict[int, str] | None = None  # their names, as transformers saves them
 
     def __post_init__(self) -> None:
+        if self.num_labels is None:
+            self.num_labels = len(self.id2label) if self.id2label else 2
+        if self.id2label is None:
+            self.id2label = {i: f"LABEL_{i}" for i in range(self.num_labels)}
+        self.id2label = {int(i): str(name) for i, name in self.id2label.items()}
+        if sorted(self.id2label) != list(range(self.num_labels)):
+            raise ConfigError(f"id2label must name the labels 0..{self.num_labels - 1} "
+                              f"(num_labels={self.num_labels}); got keys {sorted(self.id2label)}")
         sizes = ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                 "intermediate_size", "max_position_embeddings", "type_vocab_size"]
+                 "intermediate_size", "max_position_embeddings", "type_vocab_size",
+                 "num_labels"]
         for name in sizes:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be a positive integer, not "
@@ -41,6 +55,20 @@ class BertConfig:
                               f"num_attention_heads {self.num_attention_heads}")
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
+
+    def with_overrides(self, **overrides) -> "BertConfig":
+        """A copy with some fields changed, re-validated. An unknown name is refused with
+        the valid ones; num_labels alone resets id2label to generic names."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ConfigError(f"BertConfig has no field {', '.join(map(repr, unknown))}; "
+                              f"the fields are: {', '.join(sorted(known))}")
+        if "id2label" in overrides and "num_labels" not in overrides:
+            overrides["num_labels"] = None  # follows the new names
+        elif "num_labels" in overrides and "id2label" not in overrides:
+            overrides["id2label"] = None  # generic names for the new count
+        return replace(self, **overrides)
 
     @classmethod
     def from_json(cls, path: str | Path) -> "BertConfig":
@@ -53,13 +81,19 @@ class BertConfig:
             raise ConfigError(f"{path} describes a {raw['model_type']!r} model, not BERT")
         if raw.get("position_embedding_type", "absolute") != "absolute":
             raise ConfigError("only absolute (learned) position embeddings are supported")
+        if "id2label" in raw:  # transformers keeps num_labels only as len(id2label)
+            raw["num_labels"] = len(raw["id2label"])
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in raw.items() if key in known})
 
     def to_json(self, path: str | Path, architecture: str = "BertModel") -> Path:
-        """Write config.json as transformers expects it (with model_type and architecture)."""
+        """Write config.json as transformers expects it: model_type and architecture, and
+        the label names both ways (id2label, label2id) instead of num_labels."""
         path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
         payload = {"model_type": "bert", "architectures": [architecture], **asdict(self)}
+        del payload["num_labels"]
+        payload["id2label"] = {str(i): name for i, name in self.id2label.items()}
+        payload["label2id"] = {name: i for i, name in self.id2label.items()}
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         return path
 
@@ -83,6 +117,7 @@ PRESETS = {  # name: (layers, hidden size)
 }
 
 
+# From chapters/04_encoder.py, cell 21.
 def parameter_count(config: BertConfig, pooler: bool = True) -> int:
     """BertModel's parameter count, from the configuration alone (no model built)."""
     h, i = config.hidden_size, config.intermediate_size

@@ -8,9 +8,19 @@ from dataclasses import dataclass
 
 import torch
 
-IGNORE_INDEX = -100  # label of positions that are not predicted (cross_entropy skips it)
+from bertlib.batch import IGNORE_INDEX, pad_batch
+from bertlib.errors import ConfigError, InputError
+
+__all__ = [
+    "MaskingRecipe",
+    "prediction_count",
+    "prediction_units",
+    "mask_sequence",
+    "PretrainingCollator",
+]
 
 
+# From chapters/05_masking.py, cell 5.
 @dataclass(frozen=True)
 class MaskingRecipe:
     """How many tokens to predict and what to put in their place."""
@@ -23,11 +33,11 @@ class MaskingRecipe:
 
     def __post_init__(self) -> None:
         if not 0 < self.probability < 1:
-            raise ValueError("probability must lie strictly between 0 and 1")
+            raise ConfigError("probability must lie strictly between 0 and 1")
         if self.mask_share < 0 or self.random_share < 0 or self.mask_share + self.random_share > 1:
-            raise ValueError("mask_share and random_share must be >= 0 and sum to at most 1")
+            raise ConfigError("mask_share and random_share must be >= 0 and sum to at most 1")
         if self.max_predictions < 1:
-            raise ValueError("max_predictions must be at least 1")
+            raise ConfigError("max_predictions must be at least 1")
 
 
 def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Random) -> int:
@@ -43,6 +53,7 @@ def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Rando
     return min(recipe.max_predictions, max(1, count))
 
 
+# From chapters/05_masking.py, cell 7.
 def prediction_units(ids: list[int], special_ids: set[int],
                      continuation: list[bool] | None = None) -> list[list[int]]:
     """Positions that may be predicted, grouped: one per token, or one per whole word."""
@@ -90,18 +101,22 @@ def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.R
             return token
 
 
+# From chapters/05_masking.py, cell 28.
 class PretrainingCollator:
-    """Build masked-LM + next-sentence batches from SentencePairs, masking afresh each time."""
+    """Build masked-LM + next-sentence batches from SentencePairs, masking afresh each time.
+    next_sentence=False leaves the next-sentence labels out (a masked LM alone)."""
 
-    def __init__(self, tokenizer, recipe: MaskingRecipe | None = None, seed: int = 0):
+    def __init__(self, tokenizer, recipe: MaskingRecipe | None = None, seed: int = 0,
+                 next_sentence: bool = True):
         self.tokenizer, self.recipe = tokenizer, recipe or MaskingRecipe()
+        self.next_sentence = next_sentence
         self.rng = random.Random(seed)
         self.special_ids = tokenizer.special_ids
         self.continuation = {i for t, i in tokenizer.vocab.items() if t.startswith("##")}
 
     def __call__(self, pairs) -> dict[str, torch.Tensor]:
         if not pairs:
-            raise ValueError("cannot collate an empty list of pairs")
+            raise InputError("cannot collate an empty list of pairs")
         cls, sep = self.tokenizer.cls_id, self.tokenizer.sep_id
         rows = []
         for pair in pairs:
@@ -110,19 +125,11 @@ class PretrainingCollator:
             masked, labels = mask_sequence(
                 ids, self.special_ids, self.tokenizer.mask_id, self.tokenizer.vocab_size,
                 self.recipe, self.rng, [i in self.continuation for i in ids])
-            rows.append((masked, types, labels))
-        length = max(len(masked) for masked, _, _ in rows)
-
-        def padded(values: list[int], fill: int) -> list[int]:
-            return values + [fill] * (length - len(values))
-
-        return {
-            "input_ids": torch.tensor([padded(m, self.tokenizer.pad_id) for m, _, _ in rows]),
-            "token_type_ids": torch.tensor([padded(t, 0) for _, t, _ in rows]),
-            "attention_mask": torch.tensor([padded([1] * len(m), 0) for m, _, _ in rows]),
-            "labels": torch.tensor([padded(lab, IGNORE_INDEX) for _, _, lab in rows]),
-            "next_sentence_label": torch.tensor([int(p.is_random_next) for p in pairs]),
-        }
+            row = {"input_ids": masked, "token_type_ids": types, "labels": labels}
+            if self.next_sentence:
+                row["next_sentence_label"] = int(pair.is_random_next)
+            rows.append(row)
+        return pad_batch(rows, self.tokenizer.pad_id)
 
     def state_dict(self) -> dict:
         return {"rng": self.rng.getstate()}

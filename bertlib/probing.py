@@ -8,9 +8,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertlib.masking import IGNORE_INDEX
+from bertlib.batch import IGNORE_INDEX
+from bertlib.errors import InputError
+
+__all__ = [
+    "layer_states",
+    "word_vectors",
+    "nearest_centroid_accuracy",
+    "attention_statistics",
+    "labelled_token_vectors",
+    "fit_linear_probe",
+    "Standardise",
+]
 
 
+# From chapters/08_inside_bert.py, cell 12.
 @torch.no_grad()
 def layer_states(model: nn.Module, batch: dict[str, torch.Tensor]) -> list[torch.Tensor]:
     """The token vectors after the embeddings and after each encoder layer: L + 1 tensors
@@ -35,14 +47,14 @@ def word_vectors(model: nn.Module, tokenizer, sentences: list[str],
     """(L + 1, sentences, hidden): the vector of `word`'s first occurrence in each
     sentence, after the embeddings and after every layer. The word must be one WordPiece."""
     if word not in tokenizer.vocab:
-        raise ValueError(f"{word!r} is not a single piece of this vocabulary "
+        raise InputError(f"{word!r} is not a single piece of this vocabulary "
                          f"(it splits into {tokenizer.tokenize(word)}); choose a word that is")
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in tokenizer(sentences).items()}
     found = batch["input_ids"] == tokenizer.vocab[word]
     missing = [s for s, hits in zip(sentences, found) if not hits.any()]
     if missing:
-        raise ValueError(f"{word!r} does not occur (as a whole word) in: {missing[:3]}")
+        raise InputError(f"{word!r} does not occur (as a whole word) in: {missing[:3]}")
     first = found.int().argmax(dim=1)
     rows = torch.arange(len(sentences), device=device)
     return torch.stack([states[rows, first] for states in layer_states(model, batch)]).cpu()
@@ -66,6 +78,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
     return right / len(labels)
 
 
+# From chapters/08_inside_bert.py, cell 21.
 @torch.no_grad()
 def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_id: int,
                          sep_id: int) -> dict[str, torch.Tensor]:
@@ -88,6 +101,7 @@ def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_i
             "next token": average(torch.diagonal(weights, 1, -2, -1), both)}
 
 
+# From chapters/08_inside_bert.py, cell 28.
 @torch.no_grad()
 def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
                            batch_size: int = 16) -> tuple[list[torch.Tensor], torch.Tensor]:

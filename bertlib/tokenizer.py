@@ -7,12 +7,28 @@ read; `BertTokenizer` runs the same algorithm in the Rust `tokenizers` library a
 the exact ids of the original BERT vocabulary.
 """
 
+import json
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from bertlib.batch import pad_batch
+from bertlib.errors import TokenizerError
+
+__all__ = [
+    "SPECIAL_TOKENS",
+    "basic_tokenize",
+    "wordpiece",
+    "teaching_tokenize",
+    "Encoding",
+    "BertTokenizer",
+    "train_wordpiece",
+]
+
+
+# From chapters/02_tokens.py, cell 7.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -59,6 +75,7 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     return words
 
 
+# From chapters/02_tokens.py, cell 9.
 def wordpiece(word: str, vocab: set[str] | dict[str, int], unk: str = "[UNK]",
               max_chars: int = 100) -> list[str]:
     """Split one word into the longest vocabulary pieces, left to right."""
@@ -84,10 +101,7 @@ def teaching_tokenize(text: str, vocab: set[str] | dict[str, int]) -> list[str]:
     return [piece for word in basic_tokenize(text) for piece in wordpiece(word, vocab)]
 
 
-class TokenizerError(ValueError):
-    """Input the tokenizer cannot honour: empty text, too long, or a broken vocabulary."""
-
-
+# From chapters/02_tokens.py, cell 17.
 @dataclass(frozen=True)
 class Encoding:
     """One encoded text or pair: ids, segment ids (0 = first text, 1 = second), tokens."""
@@ -108,6 +122,7 @@ def _check_vocab(vocab: dict[str, int]) -> None:
         raise TokenizerError("vocabulary ids must be 0..N-1 with no gaps or repeats")
 
 
+# From chapters/02_tokens.py, cell 19.
 class BertTokenizer:
     """BERT's WordPiece tokenizer over a vocabulary; `tokenizer(texts)` gives model input."""
 
@@ -138,21 +153,41 @@ class BertTokenizer:
         return pipeline
 
     @classmethod
-    def from_pretrained(cls, folder: str | Path, max_length: int = 512) -> "BertTokenizer":
-        """Read a checkpoint folder's vocab.txt (one piece per line; line number = id)."""
+    def from_pretrained(cls, folder: str | Path, max_length: int | None = None) -> "BertTokenizer":
+        """Read a checkpoint folder's vocab.txt (one piece per line; line number = id), and
+        from tokenizer_config.json, when present, the maximum length and lower-casing
+        (max_length given here wins)."""
         path = Path(folder) / "vocab.txt" if Path(folder).is_dir() else Path(folder)
         if not path.is_file():
             raise TokenizerError(f"no vocab.txt at {path}")
+        settings_file = path.parent / "tokenizer_config.json"
+        settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
+        saved_length = settings.get("model_max_length", 512)
+        length = max_length or (saved_length if saved_length <= 1_000_000 else 512)
         lines = path.read_text(encoding="utf-8").splitlines()
-        return cls({piece: i for i, piece in enumerate(lines)}, max_length=max_length)
+        return cls({piece: i for i, piece in enumerate(lines)}, max_length=length,
+                   lowercase=settings.get("do_lower_case", True))
 
     def save_pretrained(self, folder: str | Path) -> Path:
-        """Write vocab.txt, readable by from_pretrained and by transformers."""
+        """Write vocab.txt, tokenizer.json and tokenizer_config.json (lower-casing, maximum
+        length), so that from_pretrained and transformers' AutoTokenizer both read it."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         ordered = sorted(self.vocab, key=self.vocab.__getitem__)
         (folder / "vocab.txt").write_text("\n".join(ordered) + "\n", encoding="utf-8")
+        self._full.save(str(folder / "tokenizer.json"))
+        settings = {"tokenizer_class": "BertTokenizer", "do_lower_case": self.lowercase,
+                    "model_max_length": self.max_length, "unk_token": "[UNK]",
+                    "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                    "mask_token": "[MASK]"}
+        (folder / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n")
         return folder
+
+    def with_max_length(self, max_length: int) -> "BertTokenizer":
+        """This tokenizer, truncating at another length (itself if the length is the same)."""
+        if max_length == self.max_length:
+            return self
+        return type(self)(self.vocab, max_length, self.lowercase)
 
     vocab_size = property(lambda self: len(self.vocab))
     pad_id = property(lambda self: self.vocab["[PAD]"])
@@ -192,20 +227,15 @@ class BertTokenizer:
             raise TokenizerError("no texts to encode")
         encodings = [self.encode(t, None if pairs is None else pairs[i], truncation)
                      for i, t in enumerate(texts)]
-        length = max(len(e.ids) for e in encodings)
-        batch = {"input_ids": [], "token_type_ids": [], "attention_mask": []}
-        for e in encodings:
-            padding = length - len(e.ids)
-            batch["input_ids"].append(e.ids + [self.pad_id] * padding)
-            batch["token_type_ids"].append(e.type_ids + [0] * padding)
-            batch["attention_mask"].append([1] * len(e.ids) + [0] * padding)
-        return {name: torch.tensor(rows) for name, rows in batch.items()}
+        return pad_batch([{"input_ids": e.ids, "token_type_ids": e.type_ids}
+                          for e in encodings], self.pad_id)
 
     def decode(self, ids: list[int], skip_special: bool = True) -> str:
         """Ids back to text, joining ## pieces (lower-cased, accents gone: not lossless)."""
         return self._full.decode(list(ids), skip_special_tokens=skip_special)
 
 
+# From chapters/02_tokens.py, cell 30.
 def train_wordpiece(texts: list[str], vocab_size: int, min_frequency: int = 2,
                     max_length: int = 512) -> BertTokenizer:
     """Learn a WordPiece vocabulary of `vocab_size` pieces from texts (special tokens first)."""

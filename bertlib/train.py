@@ -15,7 +15,20 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from bertlib.errors import CheckpointError, ConfigError, InputError, TrainingDiverged
 
+__all__ = [
+    "parameter_groups",
+    "warmup_then_linear_decay",
+    "resolve_precision",
+    "autocast",
+    "TrainingConfig",
+    "TrainingState",
+    "Trainer",
+]
+
+
+# From chapters/06_pretraining.py, cell 13.
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """Two AdamW groups: decayed weight matrices; undecayed biases and LayerNorm weights."""
     decayed, undecayed = [], []
@@ -35,17 +48,25 @@ def warmup_then_linear_decay(step: int, warmup: int, total: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
+# From chapters/06_pretraining.py, cell 16.
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """'auto' -> bf16 where the device supports it, else fp16 on CUDA, else fp32."""
+    """The library's one precision policy; 'auto' resolves to:
+
+    * bf16 on a GPU of compute capability 8.0 or more (A100, L4, H100...);
+    * fp16 with a gradient scaler on an older GPU: a T4 (7.5) reports bf16 as supported,
+      but only emulates it, with no tensor cores and no fused attention;
+    * fp32 on a CPU or anything else: bf16 on a CPU helps only some models on some CPUs
+      (chapter 09 measures it), so it is asked for by name, never assumed.
+    """
     if precision not in ("auto", "fp32", "bf16", "fp16"):
-        raise ValueError(f"precision must be auto, fp32, bf16 or fp16, not {precision!r}")
+        raise ConfigError(f"precision must be auto, fp32, bf16 or fp16, not {precision!r}")
     if precision != "auto":
         if precision == "fp16" and device.type != "cuda":
-            raise ValueError("fp16 training needs a CUDA device; use bf16 or fp32 here")
+            raise ConfigError("fp16 training needs a CUDA device; use bf16 or fp32 here")
         return precision
     if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if device.type == "cpu" else "fp32"
+        return "bf16" if torch.cuda.get_device_capability(device) >= (8, 0) else "fp16"
+    return "fp32"
 
 
 def autocast(device: torch.device, precision: str):
@@ -56,14 +77,21 @@ def autocast(device: torch.device, precision: str):
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
+# From chapters/06_pretraining.py, cell 18.
 @dataclass
 class TrainingConfig:
+    """Everything a training run is told: its length and batch, AdamW's settings, the
+    precision, how often to evaluate, checkpoint and log, the seed of the data order, and
+    the loss above which the run is stopped as diverged."""
+
     steps: int
     batch_size: int = 32
     learning_rate: float = 1e-4
     warmup_steps: int = 0
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-6
     accumulation: int = 1
     precision: str = "auto"
     eval_every: int = 0
@@ -76,13 +104,9 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "accumulation"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise ConfigError(f"{name} must be at least 1")
         if self.warmup_steps >= self.steps:
-            raise ValueError("warmup_steps must be smaller than steps")
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss became NaN, infinite or too large; the message says what to try."""
+            raise ConfigError("warmup_steps must be smaller than steps")
 
 
 @dataclass
@@ -96,6 +120,7 @@ class TrainingState:
     evaluations: list = field(default_factory=list)
 
 
+# From chapters/06_pretraining.py, cell 20.
 class Trainer:
     """Pretrain (or fine-tune) a model whose forward returns an object with `.loss`."""
 
@@ -108,12 +133,12 @@ class Trainer:
         self.output_dir = Path(output_dir) if output_dir else None
         self.evaluate_fn, self.callbacks = evaluate, list(callbacks)
         if len(dataset) < config.batch_size:
-            raise ValueError(f"the dataset has {len(dataset)} examples, fewer than one batch "
+            raise InputError(f"the dataset has {len(dataset)} examples, fewer than one batch "
                              f"({config.batch_size}); use more data or a smaller batch_size")
         self.model.to(self.device)
         self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay),
-                                           lr=config.learning_rate, betas=(0.9, 0.999),
-                                           eps=1e-6)
+                                           lr=config.learning_rate,
+                                           betas=tuple(config.adam_betas), eps=config.adam_eps)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer,
             lambda step: warmup_then_linear_decay(step, config.warmup_steps, config.steps))
@@ -136,7 +161,7 @@ class Trainer:
     def save_checkpoint(self) -> Path:
         """Write everything needed to continue, atomically (temporary file, then rename)."""
         if self.checkpoint_path is None:
-            raise ValueError("this Trainer has no output_dir to save checkpoints in")
+            raise ConfigError("this Trainer has no output_dir to save checkpoints in")
         self.output_dir.mkdir(parents=True, exist_ok=True)
         payload = {
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
@@ -153,13 +178,14 @@ class Trainer:
     def load_checkpoint(self) -> None:
         """Restore a saved run; the next step is the one an unbroken run would take."""
         if self.checkpoint_path is None or not self.checkpoint_path.is_file():
-            raise FileNotFoundError(f"no checkpoint to resume from at {self.checkpoint_path}; "
-                                    "start without resume first")
+            raise CheckpointError(f"no checkpoint to resume from at {self.checkpoint_path}; "
+                                  "start without resume first")
         payload = torch.load(self.checkpoint_path, map_location=self.device,
                              weights_only=False)  # our own file: it holds Python RNG states
         if payload["config"]["steps"] != self.config.steps:
-            raise ValueError(f"the checkpoint was made for {payload['config']['steps']} steps, "
-                             f"this run asks for {self.config.steps}; the schedule would differ")
+            raise CheckpointError(f"the checkpoint was made for {payload['config']['steps']} "
+                                  f"steps, this run asks for {self.config.steps}; the "
+                                  "schedule would differ")
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
@@ -170,124 +196,80 @@ class Trainer:
         if payload["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(payload["cuda_rng"])
 
+    # From chapters/06_pretraining.py, cell 22.
+    def _epoch_order(self, epoch: int) -> torch.Tensor:
+        """This epoch's order of the dataset, a function of the seed and the epoch alone
+        (so a resumed run rebuilds it); shuffled once per epoch, not once per batch."""
+        if self._shuffled[0] != epoch:
+            generator = torch.Generator().manual_seed(self.config.seed * 100_003 + epoch)
+            self._shuffled = (epoch, torch.randperm(len(self.dataset), generator=generator))
+        return self._shuffled[1]
 
-def _next_batch(self) -> dict[str, torch.Tensor]:
-    """The next batch in this epoch's seeded order (the order is rebuilt on resume)."""
-    size = self.config.batch_size
-    per_epoch = len(self.dataset) // size
-    if self.state.batch_in_epoch >= per_epoch:
-        self.state.epoch, self.state.batch_in_epoch = self.state.epoch + 1, 0
-    order = self._epoch_order(self.state.epoch)
-    share = size // self.world_size  # this process's slice of the global batch
-    start = self.state.batch_in_epoch * size + self.rank * share
-    self.state.batch_in_epoch += 1
-    examples = [self.dataset[i] for i in order[start:start + share].tolist()]
-    return {k: v.to(self.device) for k, v in self.collator(examples).items()}
+    def _next_batch(self) -> dict[str, torch.Tensor]:
+        """The next batch in this epoch's seeded order (the order is rebuilt on resume)."""
+        size = self.config.batch_size
+        per_epoch = len(self.dataset) // size
+        if self.state.batch_in_epoch >= per_epoch:
+            self.state.epoch, self.state.batch_in_epoch = self.state.epoch + 1, 0
+        order = self._epoch_order(self.state.epoch)
+        share = size // self.world_size  # this process's slice of the global batch
+        start = self.state.batch_in_epoch * size + self.rank * share
+        self.state.batch_in_epoch += 1
+        examples = [self.dataset[i] for i in order[start:start + share].tolist()]
+        return {k: v.to(self.device) for k, v in self.collator(examples).items()}
 
+    def _train_step(self) -> dict:
+        """One optimiser step over `accumulation` micro-batches; returns its record."""
+        self.model.train()
+        total, tokens = 0.0, 0
+        for _ in range(self.config.accumulation):
+            batch = self._next_batch()
+            with autocast(self.device, self.precision):
+                loss = self.forward_model(**batch).loss / self.config.accumulation
+            self.scaler.scale(loss).backward()
+            total += loss.item()
+            tokens += int(batch["attention_mask"].sum())
+        total, tokens = self._whole_batch(total, tokens)
+        if not math.isfinite(total) or total > self.config.max_loss:
+            raise TrainingDiverged(
+                f"the loss is {total} at step {self.state.step + 1}. Nothing was saved after the "
+                f"last good checkpoint ({self.checkpoint_path}). Lower the learning rate "
+                f"(now {self.config.learning_rate}), lengthen the warm-up, or use fp32.")
+        self.scaler.unscale_(self.optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
+                                                   self.config.max_grad_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.state.step += 1
+        return {"step": self.state.step, "loss": total, "grad_norm": float(grad_norm),
+                "lr": self.scheduler.get_last_lr()[0], "tokens": tokens}
 
-def _epoch_order(self, epoch: int) -> torch.Tensor:
-    """This epoch's order of the dataset, a function of the seed and the epoch alone
-    (so a resumed run rebuilds it); shuffled once per epoch, not once per batch."""
-    if self._shuffled[0] != epoch:
-        generator = torch.Generator().manual_seed(self.config.seed * 100_003 + epoch)
-        self._shuffled = (epoch, torch.randperm(len(self.dataset), generator=generator))
-    return self._shuffled[1]
+    def train(self, resume: bool = False) -> TrainingState:
+        """Train to config.steps (continuing from the checkpoint if resume); return the state."""
+        from tqdm import tqdm
 
-
-def _train_step(self) -> dict:
-    """One optimiser step over `accumulation` micro-batches; returns its record."""
-    self.model.train()
-    total, tokens = 0.0, 0
-    for _ in range(self.config.accumulation):
-        batch = self._next_batch()
-        with autocast(self.device, self.precision):
-            loss = self.forward_model(**batch).loss / self.config.accumulation
-        self.scaler.scale(loss).backward()
-        total += loss.item()
-        tokens += int(batch["attention_mask"].sum())
-    total, tokens = self._whole_batch(total, tokens)
-    if not math.isfinite(total) or total > self.config.max_loss:
-        raise TrainingDiverged(
-            f"the loss is {total} at step {self.state.step + 1}. Nothing was saved after the "
-            f"last good checkpoint ({self.checkpoint_path}). Lower the learning rate "
-            f"(now {self.config.learning_rate}), lengthen the warm-up, or use fp32.")
-    self.scaler.unscale_(self.optimizer)
-    grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
-    self.scaler.step(self.optimizer)
-    self.scaler.update()
-    self.optimizer.zero_grad(set_to_none=True)
-    self.scheduler.step()
-    self.state.step += 1
-    return {"step": self.state.step, "loss": total, "grad_norm": float(grad_norm),
-            "lr": self.scheduler.get_last_lr()[0], "tokens": tokens}
-
-
-def train(self, resume: bool = False) -> TrainingState:
-    """Train to config.steps (continuing from the checkpoint if resume); return the state."""
-    from tqdm import tqdm
-
-    if resume:
-        self.load_checkpoint()
-    config = self.config
-    bar = tqdm(total=config.steps, initial=self.state.step, disable=not config.progress,
-               desc="training", mininterval=10, file=sys.stdout)
-    started, tokens_seen = time.perf_counter(), 0
-    while self.state.step < config.steps:
-        record = self._train_step()
-        self.state.history.append(record)
-        tokens_seen += record["tokens"]
-        if config.eval_every and self.state.step % config.eval_every == 0 and self.evaluate_fn:
-            self.state.evaluations.append({"step": self.state.step,
-                                           **self.evaluate_fn(self.model)})
-        if config.checkpoint_every and self.state.step % config.checkpoint_every == 0:
-            self.save_checkpoint()
-        for callback in self.callbacks:
-            callback(record)
-        if self.state.step % config.log_every == 0 or self.state.step == config.steps:
-            rate = tokens_seen / (time.perf_counter() - started)
-            bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{rate:,.0f}", refresh=False)
-        bar.update(1)
-    bar.close()
-    return self.state
-
-
-Trainer._epoch_order, Trainer._next_batch = _epoch_order, _next_batch
-Trainer._train_step, Trainer.train = _train_step, train
-
-
-@torch.no_grad()
-def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.device,
-                         precision: str = "fp32") -> dict[str, float]:
-    """MLM accuracy and perplexity at the masked positions, and NSP accuracy."""
-    model.eval()
-    correct = count = nsp_correct = nsp_count = 0
-    total_loss = 0.0
-    for batch in batches:
-        batch = {k: v.to(device) for k, v in batch.items()}
-        with autocast(device, precision):
-            out = model(**batch)
-        targets = batch["labels"][out.masked_positions]
-        logits = out.mlm_logits.float()
-        correct += int((logits.argmax(-1) == targets).sum())
-        total_loss += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
-        count += len(targets)
-        if out.nsp_logits is not None:
-            nsp_correct += int((out.nsp_logits.argmax(-1) == batch["next_sentence_label"]).sum())
-            nsp_count += len(batch["next_sentence_label"])
-    result = {"mlm_accuracy": correct / count, "perplexity": math.exp(total_loss / count)}
-    if nsp_count:
-        result["nsp_accuracy"] = nsp_correct / nsp_count
-    return result
-
-
-def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
-                           vocab_size: int) -> dict[str, float]:
-    """Accuracy of guessing without context: the most frequent target, and a unigram draw."""
-    def target_counts(batches):
-        labels = torch.cat([b["labels"][b["labels"] != -100] for b in batches])
-        return torch.bincount(labels, minlength=vocab_size).double()
-
-    train_counts, test_counts = target_counts(train_batches), target_counts(test_batches)
-    test_share = test_counts / test_counts.sum()
-    return {"most_frequent": float(test_share[train_counts.argmax()]),
-            "unigram": float((train_counts / train_counts.sum() * test_share).sum())}
+        if resume:
+            self.load_checkpoint()
+        config = self.config
+        bar = tqdm(total=config.steps, initial=self.state.step, disable=not config.progress,
+                   desc="training", mininterval=10, file=sys.stdout)
+        started, tokens_seen = time.perf_counter(), 0
+        while self.state.step < config.steps:
+            record = self._train_step()
+            self.state.history.append(record)
+            tokens_seen += record["tokens"]
+            if config.eval_every and self.state.step % config.eval_every == 0 and self.evaluate_fn:
+                self.state.evaluations.append({"step": self.state.step,
+                                               **self.evaluate_fn(self.model)})
+            if config.checkpoint_every and self.state.step % config.checkpoint_every == 0:
+                self.save_checkpoint()
+            for callback in self.callbacks:
+                callback(record)
+            if self.state.step % config.log_every == 0 or self.state.step == config.steps:
+                rate = tokens_seen / (time.perf_counter() - started)
+                bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{rate:,.0f}", refresh=False)
+            bar.update(1)
+        bar.close()
+        return self.state

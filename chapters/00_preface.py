@@ -61,7 +61,7 @@ if "google.colab" in sys.modules:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from bertlib.book import SIZE_HELP, SIZE_NAMES
+from bertbook.sizes import SIZE_HELP, SIZE_NAMES
 
 for name in SIZE_NAMES:
     print(f"{name:>5}: {SIZE_HELP[name]}")
@@ -73,7 +73,8 @@ for name in SIZE_NAMES:
 # %%
 import os
 
-from bertlib.book import BookSizeError, best_device, pick_size, seed_everything
+from bertbook.sizes import BookSizeError, pick_size
+from bertlib.runtime import best_device, seed_everything
 
 SIZES = {
     "smoke": dict(sentences=100),
@@ -121,7 +122,7 @@ print("same seed, same numbers:", [round(v, 4) for v in first.tolist()])
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from bertlib.book import check_environment
+from bertbook.environment import check_environment
 
 report = check_environment()
 print(report)
@@ -130,37 +131,42 @@ assert report.ok, "fix the lines marked FIX above, then run this cell again"
 # %% [markdown]
 # ## The map
 #
-# | chapter | question | adds to `bertlib` |
-# |---|---|---|
-# | 00 Preface | how do I run this book? | (`book`, `checks`: written by hand) |
-# | 01 Reading one way | why read both sides, and why not naively? | `data` |
-# | 02 Tokens | how does text become ids? | `tokenizer` |
-# | 03 Attention | how does each word look at the others? | `attention` |
-# | 04 The encoder | what is inside BERT, to the last parameter? | `config`, `model` |
-# | 05 Masking | how does BERT train without cheating? | `masking`, `data` |
-# | 06 Pretraining | how do we train it, for real? | `heads`, `train` |
-# | 07 Fine-tuning | what is pretraining worth on real tasks? | `tasks` |
-# | 08 Inside BERT | what has a real BERT learned? | `checkpoints`, `probing`, `data` |
-# | 09 Scaling up | how fast can it train, on one GPU and many? | `fast`, `distributed` |
+# | chapter | question |
+# |---|---|
+# | 00 Preface | how do I run this book? |
+# | 01 Reading one way | why read both sides, and why not naively? |
+# | 02 Tokens | how does text become ids? |
+# | 03 Attention | how does each word look at the others? |
+# | 04 The encoder | what is inside BERT, to the last parameter? |
+# | 05 Masking | how does BERT train without cheating? |
+# | 06 Pretraining | how do we train it, for real? |
+# | 07 Fine-tuning | what is pretraining worth on real tasks? |
+# | 08 Inside BERT | what has a real BERT learned? |
+# | 09 Scaling up | how fast can it train, on one GPU and many? |
 #
-# The library as it exists on this machine right now, read from its own files:
+# What each chapter adds to `bertlib`, read from the library's own files as it exists on
+# this machine right now (each module's `__all__`, and the line before each exported cell
+# that names its chapter), so this map cannot fall out of date:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from bertlib.book import library_map
+from IPython.display import Markdown
 
-for module, source, summary in library_map():
-    print(f"{module:<16} {source:<38} {summary}")
+from bertbook.library_map import library_table
+
+Markdown(library_table())
 
 # %% [markdown]
-# Modules marked with a chapter are generated from it: a code cell whose first line is
+# Names marked with a chapter are generated from it: a code cell whose first line is
 # `#| export bertlib/NAME.py` is copied into that module by `make export`, and the tests fail
 # if the library and the chapters ever disagree. So the code you read is the code you run.
+# The front door, `from bertlib import BertConfig, BertModel, ...`, holds the names a
+# practitioner reaches for; the book's own helpers live in a second package, `bertbook`.
 #
 # ## What we built
 #
-# Nothing new in `bertlib`: this chapter uses `bertlib.book` (sizes, device, seeds, the
-# environment check, the library map), which the book's machinery provides.
+# Nothing new in `bertlib`: this chapter uses the book's own package, `bertbook` (sizes, the
+# environment check, the library map), and `bertlib.runtime` (device, seeds).
 #
 # ## Exercises
 #
@@ -169,7 +175,7 @@ for module, source, summary in library_map():
 # wrong, not only that something did.
 #
 # **Exercise 0.1 — warm up on real text.** The `gensim` package ships 300 short news
-# documents (Lee et al., 2005), which `bertlib.data.lee_news()` returns. Write
+# documents (Lee et al., 2005), which `bertlib.corpora.lee_news()` returns. Write
 # `top_words(documents, n)`: the `n` most frequent lower-cased words over all documents, as
 # `(word, count)` pairs, most frequent first; punctuation is not part of a word.
 
@@ -186,8 +192,8 @@ def top_words(documents: list[str], n: int) -> list[tuple[str, int]]:
 
 
 # %%
-from bertlib.checks import check_top_words
-from bertlib.data import lee_news
+from bertbook.checks import check_top_words
+from bertlib.corpora import lee_news
 
 check_top_words(top_words)
 print(top_words([article.text for article in lee_news()], 8))
@@ -215,7 +221,7 @@ def size_for(has_cuda: bool, requested: str | None) -> str:
 
 
 # %%
-from bertlib.checks import check_size_rule
+from bertbook.checks import check_size_rule
 
 check_size_rule(size_for)
 

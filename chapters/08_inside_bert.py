@@ -55,9 +55,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertlib.book import best_device, pick_size
-from bertlib.data import cache_dir, minilm_dir, split_of, wikipedia_links
-from bertlib.model import BertModel, read_state_dict
+from bertbook.datasets import minilm_dir, split_of, wikipedia_links
+from bertbook.sizes import pick_size
+from bertlib.checkpoints import read_state_dict
+from bertlib.corpora import cache_dir
+from bertlib.model import BertModel
+from bertlib.runtime import best_device
 from bertlib.tokenizer import BertTokenizer
 
 SIZES = {
@@ -84,24 +87,13 @@ chapter_started = time.perf_counter()
 
 # %%
 #| export bertlib/checkpoints.py
-"""Real pretrained checkpoints from the Hugging Face hub (online, e.g. on Colab): downloaded
-once, their TensorFlow-era parameter names brought up to date, and written as a folder that
-BertModel.from_pretrained and BertTokenizer.from_pretrained read."""
-
 import shutil
-from pathlib import Path
 
-import torch
-
-from bertlib.data import cache_dir
-from bertlib.model import read_state_dict
+from bertlib.corpora import cache_dir
+from bertlib.errors import DataUnavailable
 
 LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
 HUB_FILES = ["config.json", "vocab.txt"]
-
-
-class HubUnavailable(RuntimeError):
-    """The hub could not be reached; the message says what to use instead."""
 
 
 def modern_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -145,10 +137,10 @@ def hub_checkpoint(name: str = "bert-base-uncased") -> Path:
             source = Path(snapshot_download(name, allow_patterns=[*HUB_FILES,
                                                                   "pytorch_model.bin"]))
     except (ImportError, OSError, ValueError) as error:
-        raise HubUnavailable(
+        raise DataUnavailable(
             f"could not download {name!r} from the Hugging Face hub ({error}). It needs "
-            "internet, as on Colab; offline, use the installed MiniLM: "
-            "bertlib.data.minilm_dir()") from error
+            "internet, as on Colab; offline, use a checkpoint folder you have (the book's "
+            "MiniLM: bertbook.datasets.minilm_dir())") from error
     return convert_checkpoint(source, target)
 
 
@@ -224,7 +216,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertlib.masking import IGNORE_INDEX
+from bertlib.batch import IGNORE_INDEX
+from bertlib.errors import InputError
 
 
 @torch.no_grad()
@@ -251,14 +244,14 @@ def word_vectors(model: nn.Module, tokenizer, sentences: list[str],
     """(L + 1, sentences, hidden): the vector of `word`'s first occurrence in each
     sentence, after the embeddings and after every layer. The word must be one WordPiece."""
     if word not in tokenizer.vocab:
-        raise ValueError(f"{word!r} is not a single piece of this vocabulary "
+        raise InputError(f"{word!r} is not a single piece of this vocabulary "
                          f"(it splits into {tokenizer.tokenize(word)}); choose a word that is")
     device = next(model.parameters()).device
     batch = {k: v.to(device) for k, v in tokenizer(sentences).items()}
     found = batch["input_ids"] == tokenizer.vocab[word]
     missing = [s for s, hits in zip(sentences, found) if not hits.any()]
     if missing:
-        raise ValueError(f"{word!r} does not occur (as a whole word) in: {missing[:3]}")
+        raise InputError(f"{word!r} does not occur (as a whole word) in: {missing[:3]}")
     first = found.int().argmax(dim=1)
     rows = torch.arange(len(sentences), device=device)
     return torch.stack([states[rows, first] for states in layer_states(model, batch)]).cpu()
@@ -285,7 +278,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
 # %% [markdown]
 # ## Back to "bank"
 #
-# The book ships 48 sentences written for it (`bertlib.data.bank_senses`), in 24 *minimal
+# The book ships 48 sentences written for it (`bertbook.datasets.bank_senses`), in 24 *minimal
 # pairs*: the two sentences of a pair are word for word the same up to and including
 # "bank", and only what comes after settles the sense — money in one, a river's edge in
 # the other:
@@ -297,7 +290,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
 # difference between its vectors can only come from reading to the right of it.
 
 # %%
-#| export bertlib/data.py
+#| export bertbook/datasets.py
 @dataclass(frozen=True)
 class SenseExample:
     """A sentence and the sense in which it uses the word under study."""
@@ -312,7 +305,7 @@ def bank_senses() -> list[SenseExample]:
     Shipped inside the package (resources/)."""
     from importlib.resources import files
 
-    text = files("bertlib").joinpath("resources/bank_senses.tsv").read_text(encoding="utf-8")
+    text = files("bertbook").joinpath("resources/bank_senses.tsv").read_text(encoding="utf-8")
     rows = [line.split("\t") for line in text.splitlines()[1:] if line.strip()]
     return [SenseExample(sentence, sense) for sense, sentence in rows]
 
@@ -326,7 +319,7 @@ def bank_senses() -> list[SenseExample]:
 # chance).
 
 # %%
-from bertlib.data import bank_senses
+from bertbook.datasets import bank_senses
 from bertlib.probing import nearest_centroid_accuracy, word_vectors
 
 examples = bank_senses()
@@ -388,7 +381,8 @@ one_way_accuracy = nearest_centroid_accuracy(one_way_bank, senses, pair_of)
 print(f"read left to right: largest difference within a pair {pair_gap:.1e}; "
       f"nearest-sense accuracy {one_way_accuracy:.2f}")
 assert pair_gap < 1e-4 and one_way_accuracy <= 0.6
-#
+
+# %% [markdown]
 # ## What the heads look at
 #
 # Clark et al. (2019, *What does BERT look at?*) found that many of BERT-base's heads put
@@ -552,15 +546,17 @@ class Standardise(nn.Module):
 
 
 # %%
-from bertlib.data import LINK_TAGS, link_words
+from bertbook.datasets import LINK_TAGS, link_words
+from bertlib.batch import PaddingCollator
+from bertlib.finetuning import tagging_features
+from bertlib.metrics import f1_score
 from bertlib.probing import fit_linear_probe, labelled_token_vectors
-from bertlib.tasks import TaskCollator, f1_score, tagging_features
 
 every = max(1, len(paragraphs) // S["probe_paragraphs"])
 chosen_paragraphs = paragraphs[::every]  # spread over all articles, so every split has some
 splits = {part: [p for p in chosen_paragraphs if split_of(p.article) in parts]
           for part, parts in [("train", ("train",)), ("test", ("dev", "test"))]}
-collator = TaskCollator(tokenizer.pad_id)
+collator = PaddingCollator(tokenizer.pad_id)
 features = {part: tagging_features(tokenizer, [link_words(p) for p in rows], S["max_length"])
             for part, rows in splits.items()}
 layers, inside = {}, {}
@@ -629,7 +625,8 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 # * `bertlib.probing`: `layer_states` (forward hooks), `word_vectors`,
 #   `nearest_centroid_accuracy`, `attention_statistics`, `labelled_token_vectors` and
 #   `fit_linear_probe`.
-# * `bertlib.data.bank_senses`: 48 sentences with "bank" in two senses.
+# * In the book's package, `bertbook.datasets.bank_senses`: 48 sentences with "bank" in two
+#   senses.
 # * Measured on a real BERT: the senses of "bank" separate after a few layers while the
 #   static embedding cannot tell them apart; heads that read the previous or next token;
 #   and which layer knows best whether a word is part of a link.
@@ -650,7 +647,7 @@ def favourite_offset(weights: torch.Tensor) -> int:
 
 
 # %%
-from bertlib.checks import check_favourite_offset
+from bertbook.checks import check_favourite_offset
 
 check_favourite_offset(favourite_offset)
 

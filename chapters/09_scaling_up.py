@@ -58,13 +58,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bertbook.datasets import minilm_dir
+from bertbook.sizes import pick_size
 from bertlib.attention import scaled_dot_product
-from bertlib.book import best_device, pick_size, seed_everything
+from bertlib.batch import IGNORE_INDEX, PaddingCollator
 from bertlib.config import BertConfig
-from bertlib.data import minilm_dir, wikipedia_articles
-from bertlib.heads import BertForMaskedLM, PreTrainingOutput
-from bertlib.masking import IGNORE_INDEX, MaskingRecipe, mask_sequence
-from bertlib.tasks import TaskCollator
+from bertlib.corpora import wikipedia_articles
+from bertlib.masking import MaskingRecipe, mask_sequence
+from bertlib.pretraining import BertForMaskedLM, PreTrainingOutput
+from bertlib.runtime import best_device, seed_everything
 from bertlib.tokenizer import BertTokenizer
 
 SIZES = {
@@ -92,10 +94,10 @@ chapter_started = time.perf_counter()
 # allocator to hand large freed blocks straight back, so the mark follows live tensors).
 
 # %%
-#| export bertlib/fast.py
-"""Measuring and speeding up BERT training: interleaved timings and peak memory, FLOPs per
-token and model FLOPs utilisation, the paper's compute budget, and packing short documents
-into full sequences with attention kept inside each document."""
+#| export bertbook/measure.py
+"""Measuring BERT training, for the book's performance chapter and benchmarks: interleaved
+timings and peak memory, one training step as a closure, FLOPs per token and model FLOPs
+utilisation against datasheet peaks, and the paper's compute budget."""
 
 import ctypes
 import statistics
@@ -108,7 +110,6 @@ from pathlib import Path
 import torch
 
 from bertlib.config import BertConfig
-from bertlib.masking import IGNORE_INDEX
 
 
 def interleaved_timings(steps: dict[str, Callable[[], object]], repeats: int,
@@ -181,7 +182,7 @@ def peak_memory_mib(step: Callable[[], object], device: torch.device) -> float |
 # clipping, scheduling and logging.)
 
 # %%
-#| export bertlib/fast.py
+#| export bertbook/measure.py
 def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
                   precision: str = "fp32") -> Callable[[], float]:
     """A closure that runs one full step on `batch` (which lives on the model's device) and
@@ -233,7 +234,7 @@ print(f"{S['model']}: {config.num_hidden_layers} layers, hidden {config.hidden_s
       "tokens to predict")
 
 # %%
-from bertlib.fast import (
+from bertbook.measure import (
     interleaved_timings,
     medians,
     peak_memory_mib,
@@ -427,12 +428,21 @@ show(precision_table)
 # optimal number of rows, plus a constant (Johnson, 1973).
 
 # %%
-#| export bertlib/fast.py
+#| export bertlib/packing.py
+"""Packing: short documents placed together into full sequences, with positions restarted
+and attention kept inside each document, so no compute is spent on padding."""
+
+import torch
+
+from bertlib.batch import IGNORE_INDEX
+from bertlib.errors import InputError
+
+
 def first_fit_decreasing(lengths: list[int], capacity: int) -> list[list[int]]:
     """Group item indices into bins of at most `capacity`: longest item first, each into
     the first bin with room."""
     if any(length > capacity for length in lengths):
-        raise ValueError(f"an item is longer than the capacity {capacity}; truncate first")
+        raise InputError(f"an item is longer than the capacity {capacity}; truncate first")
     bins: list[list[int]] = []
     room: list[int] = []
     for index in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
@@ -484,7 +494,7 @@ def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
 # it does alone.
 
 # %%
-from bertlib.fast import pack_documents
+from bertlib.packing import pack_documents
 
 short_paragraphs = [ids for ids in (tokenizer.encode(p).ids for p in paragraphs)
                     if len(ids) <= S["seq"]]
@@ -515,7 +525,7 @@ assert len(starts) > 2 and difference < 1e-4
 def padded_batches(docs: list[tuple[list[int], list[int]]], rows: int) -> list[dict]:
     """One document per row, `rows` per batch, padded to the batch's longest by chapter
     07's collator."""
-    collate = TaskCollator(tokenizer.pad_id)
+    collate = PaddingCollator(tokenizer.pad_id)
     features = [{"input_ids": ids, "token_type_ids": [0] * len(ids), "labels": labels}
                 for ids, labels in docs]
     return [collate(features[first:first + rows]) for first in range(0, len(features), rows)]
@@ -676,7 +686,7 @@ plt.show()
 # forward.
 
 # %%
-#| export bertlib/fast.py
+#| export bertbook/measure.py
 def forward_flops_per_token(config: BertConfig, seq_len: int,
                             predicted_share: float = 0.15) -> float:
     """FLOPs of one token's forward pass through BertForMaskedLM whose head scores
@@ -702,7 +712,7 @@ def training_flops_per_token(config: BertConfig, seq_len: int,
 # %%
 from torch.utils.flop_counter import FlopCounterMode
 
-from bertlib.fast import training_flops_per_token
+from bertbook.measure import training_flops_per_token
 
 model = fresh_model()
 predicted_share = float((batch["labels"] != IGNORE_INDEX).float().mean())
@@ -723,7 +733,7 @@ assert abs(formula / counted - 1) < 0.05
 # measure its peak with one large matrix product and call the result *matmul utilisation*.
 
 # %%
-#| export bertlib/fast.py
+#| export bertbook/measure.py
 DATASHEET_TFLOPS = {  # dense bf16 / fp16 tensor-core peaks from NVIDIA's datasheets
     "H200": 989.0, "H100 SXM": 989.0, "H100 PCIe": 756.0, "H100": 989.0, "A100": 312.0,
     "L4": 121.0, "A10G": 125.0, "T4": 65.0, "V100": 125.0,
@@ -755,7 +765,7 @@ def matmul_flops_per_second(device: torch.device, dtype: torch.dtype = torch.flo
 
 
 # %%
-from bertlib.fast import datasheet_peak_flops, matmul_flops_per_second
+from bertbook.measure import datasheet_peak_flops, matmul_flops_per_second
 
 step_rate = {"fp32": precision_table[0]["tokens/s"], "bf16": precision_table[1]["tokens/s"]}
 for precision, dtype in [("fp32", torch.float32), ("bf16", torch.bfloat16)]:
@@ -775,7 +785,7 @@ for precision, dtype in [("fp32", torch.float32), ("bf16", torch.bfloat16)]:
 # rate by the ratio of FLOPs per token.
 
 # %%
-#| export bertlib/fast.py
+#| export bertbook/measure.py
 @dataclass(frozen=True)
 class PretrainingBudget:
     """A pretraining run as the paper states one: phases of (share of steps, length)."""
@@ -804,7 +814,7 @@ class PretrainingBudget:
 
 
 # %%
-from bertlib.fast import PretrainingBudget
+from bertbook.measure import PretrainingBudget
 
 budget, base = PretrainingBudget(), BertConfig.preset("bert-base")
 print(f"BERT-base pretraining: {budget.tokens() / 1e9:.1f} billion tokens, "
@@ -838,17 +848,14 @@ print(f"at this device's measured {flops_here / 1e9:,.0f} GFLOP/s: {hours:,.0f} 
 
 # %%
 #| export bertlib/distributed/__init__.py
-"""Data-parallel training with PyTorch's DistributedDataParallel, launched by torchrun.
-
-    torchrun --nproc_per_node 2 -m bertlib.distributed --steps 20 --out runs/ddp
+"""Data-parallel training with PyTorch's DistributedDataParallel, launched by torchrun
+(`torchrun --nproc_per_node 2 -m bertbook.ddp ...` runs the book's example).
 
 Each process holds a copy of the model and takes its slice of every global batch; DDP
 averages the gradients so that every copy makes the same update. On CPUs the processes
 talk over gloo, on GPUs over NCCL.
 """
 
-import argparse
-import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -858,7 +865,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bertlib.book import best_device
+from bertlib.errors import ConfigError
+from bertlib.runtime import best_device
 from bertlib.train import Trainer, TrainingConfig
 
 
@@ -885,11 +893,11 @@ class DataParallelTrainer(Trainer):
     def __init__(self, model: nn.Module, dataset, collator, config: TrainingConfig,
                  device: torch.device, **options):
         if not dist.is_initialized():
-            raise RuntimeError("no process group: launch with torchrun, which sets RANK and "
+            raise ConfigError("no process group: launch with torchrun, which sets RANK and "
                                "WORLD_SIZE, and call start_process_group() first")
         world = dist.get_world_size()
         if config.batch_size % world:
-            raise ValueError(f"batch_size {config.batch_size} does not split evenly over "
+            raise ConfigError(f"batch_size {config.batch_size} does not split evenly over "
                              f"{world} processes; make it a multiple of {world}")
         rank = dist.get_rank()
         config = replace(config, progress=config.progress and rank == 0)
@@ -931,11 +939,31 @@ def switch_off_dropout(model: nn.Module) -> nn.Module:
     return model
 
 
-def main(argv: list[str] | None = None) -> int:
-    from bertlib.data import minilm_dir, rotten_tomatoes
-    from bertlib.tasks import BertForSequenceClassification, TaskCollator, classification_features
-    from bertlib.tokenizer import BertTokenizer
+# %% [markdown]
+# The command that the proof below runs, `python -m bertbook.ddp`: it fine-tunes MiniLM on
+# the book's sentiment data, so it lives in the book's package, not in the library.
 
+# %%
+#| export bertbook/ddp/__init__.py
+"""`python -m bertbook.ddp` (under torchrun): chapter 09's data-parallel fine-tuning of
+MiniLM on the book's sentiment snippets, one process or several."""
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from bertbook.datasets import minilm_dir, rotten_tomatoes
+from bertlib.batch import PaddingCollator
+from bertlib.distributed import DataParallelTrainer, start_process_group, switch_off_dropout
+from bertlib.finetuning import BertForSequenceClassification, classification_features
+from bertlib.tokenizer import BertTokenizer
+from bertlib.train import Trainer, TrainingConfig
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Fine-tune MiniLM on sentiment, data-parallel.")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=16, help="the global batch")
@@ -955,7 +983,7 @@ def main(argv: list[str] | None = None) -> int:
     config = TrainingConfig(steps=args.steps, batch_size=args.batch_size, learning_rate=5e-5,
                             precision="fp32", progress=False)
     trainer_class = DataParallelTrainer if world > 1 else Trainer
-    state = trainer_class(model, features, TaskCollator(tokenizer.pad_id), config,
+    state = trainer_class(model, features, PaddingCollator(tokenizer.pad_id), config,
                           device).train()
     if rank == 0:
         model.save_pretrained(args.out)
@@ -976,11 +1004,11 @@ def main(argv: list[str] | None = None) -> int:
 
 # %%
 def run_fine_tuning(processes: int, out: Path) -> dict:
-    """python -m bertlib.distributed in `processes` processes (torchrun when more than 1)."""
+    """python -m bertbook.ddp in `processes` processes (torchrun when more than 1)."""
     launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone",
                  "--nproc_per_node", str(processes)] if processes > 1
                 else [sys.executable])
-    command = [*launcher, "-m", "bertlib.distributed", "--steps", str(S["ddp_steps"]),
+    command = [*launcher, "-m", "bertbook.ddp", "--steps", str(S["ddp_steps"]),
                "--batch-size", "8", "--examples", "64", "--max-length", "48",
                "--no-dropout", "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, check=False,
@@ -1011,7 +1039,7 @@ assert largest_gap < 1e-5
 # differently from one big batch; it is still an unbiased, standard choice.)
 #
 # On a GPU machine the same entry point runs as
-# `torchrun --nproc_per_node 8 -m bertlib.distributed --steps 1000 --out runs/ddp`.
+# `torchrun --nproc_per_node 8 -m bertbook.ddp --steps 1000 --out runs/ddp`.
 # What limits scaling then is the all-reduce: per step each GPU sends and receives about
 # twice the model's gradient bytes, which DDP overlaps with the backward pass.
 
@@ -1021,13 +1049,15 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 # %% [markdown]
 # ## What we built
 #
-# * `bertlib.fast`: `interleaved_timings` and `peak_memory_mib` (honest side-by-side
-#   measurement), `training_step`, `pack_documents` with `first_fit_decreasing` and
-#   `positions_within_documents`, `forward_flops_per_token` / `training_flops_per_token`
-#   (checked against PyTorch's FLOP counter), `datasheet_peak_flops`,
-#   `matmul_flops_per_second`, and `PretrainingBudget`.
+# * `bertlib.packing`: `pack_documents` with `first_fit_decreasing` and
+#   `positions_within_documents`.
+# * In the book's package, `bertbook.measure`: `interleaved_timings` and `peak_memory_mib`
+#   (honest side-by-side measurement), `training_step`, `forward_flops_per_token` /
+#   `training_flops_per_token` (checked against PyTorch's FLOP counter),
+#   `datasheet_peak_flops`, `matmul_flops_per_second`, and `PretrainingBudget`.
 # * `bertlib.distributed`: `start_process_group`, `DataParallelTrainer` (chapter 06's
-#   trainer, data-parallel), and `python -m bertlib.distributed` under `torchrun`.
+#   trainer, data-parallel); in the book's package, `python -m bertbook.ddp` under
+#   `torchrun`.
 # * Chapter 04's `BertModel` gained `position_ids`, a `(batch, seq, seq)` attention mask
 #   and `encoder.gradient_checkpointing`.
 # * Measured here: each lever's speed and memory, MFU, and the paper's budget in hours of
@@ -1053,7 +1083,7 @@ def padding_share(lengths: list[int], rows_per_batch: int) -> float:
 
 
 # %%
-from bertlib.checks import check_padding_share
+from bertbook.checks import check_padding_share
 
 check_padding_share(padding_share)
 
@@ -1096,6 +1126,6 @@ def batch_plan(global_batch: int, processes: int, max_micro_batch: int) -> tuple
 
 
 # %%
-from bertlib.checks import check_batch_plan
+from bertbook.checks import check_batch_plan
 
 check_batch_plan(batch_plan)

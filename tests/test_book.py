@@ -1,78 +1,87 @@
-"""bertlib.book: size selection, device choice, seeding, the environment report."""
+"""The book package: size selection, the environment report, the library map; and
+bertlib.runtime: device choice and seeding."""
 
 import pytest
 import torch
 
-from bertlib import book
+from bertbook import environment, library_map, sizes
+from bertlib import runtime
 
 SIZES = {"smoke": {"n": 1}, "cpu": {"n": 2}, "gpu": {"n": 3}}
 
 
 def test_env_var_chooses_the_size(monkeypatch):
     monkeypatch.setenv("BERT_BOOK_SIZE", "CPU ")
-    assert book.pick_size(SIZES) == ("cpu", {"n": 2})
+    assert sizes.pick_size(SIZES) == ("cpu", {"n": 2})
 
 
 def test_default_follows_cuda(monkeypatch):
     monkeypatch.delenv("BERT_BOOK_SIZE", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert book.book_size() == "gpu"
+    assert sizes.book_size() == "gpu"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert book.book_size() == "cpu"
+    assert sizes.book_size() == "cpu"
 
 
 def test_unknown_size_lists_the_valid_ones(monkeypatch):
     monkeypatch.setenv("BERT_BOOK_SIZE", "huge")
-    with pytest.raises(book.BookSizeError) as error:
-        book.pick_size(SIZES)
+    with pytest.raises(sizes.BookSizeError) as error:
+        sizes.pick_size(SIZES)
     message = str(error.value)
-    assert "'huge'" in message and all(f"'{name}'" in message for name in book.SIZE_NAMES)
+    assert "'huge'" in message and all(f"'{name}'" in message for name in sizes.SIZE_NAMES)
 
 
 def test_size_table_must_have_every_size(monkeypatch):
     monkeypatch.setenv("BERT_BOOK_SIZE", "smoke")
-    with pytest.raises(book.BookSizeError, match="missing \\['gpu'\\]"):
-        book.pick_size({"smoke": {}, "cpu": {}})
+    with pytest.raises(sizes.BookSizeError, match="missing \\['gpu'\\]"):
+        sizes.pick_size({"smoke": {}, "cpu": {}})
 
 
 def test_pick_size_returns_a_copy(monkeypatch):
     monkeypatch.setenv("BERT_BOOK_SIZE", "smoke")
-    _, settings = book.pick_size(SIZES)
+    _, settings = sizes.pick_size(SIZES)
     settings["n"] = 99
     assert SIZES["smoke"]["n"] == 1
 
 
 def test_device_prefers_cuda_then_mps(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert book.best_device().type == "cuda"
+    assert runtime.best_device().type == "cuda"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
-    assert book.best_device().type == "mps"
+    assert runtime.best_device().type == "mps"
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
-    assert book.best_device().type == "cpu"
+    assert runtime.best_device().type == "cpu"
 
 
 def test_seed_everything_repeats_torch_and_its_generator():
-    generator = book.seed_everything(3)
+    generator = runtime.seed_everything(3)
     first = (torch.rand(4), torch.rand(2, generator=generator))
-    generator = book.seed_everything(3)
+    generator = runtime.seed_everything(3)
     assert torch.equal(first[0], torch.rand(4))
     assert torch.equal(first[1], torch.rand(2, generator=generator))
 
 
 def test_environment_report_names_the_fix(monkeypatch):
-    real_find_spec = book.importlib.util.find_spec
-    monkeypatch.setattr(book.importlib.util, "find_spec",
+    real_find_spec = environment.importlib.util.find_spec
+    monkeypatch.setattr(environment.importlib.util, "find_spec",
                         lambda name: None if name == "gensim" else real_find_spec(name))
-    report = book.check_environment()
+    report = environment.check_environment()
     assert not report.ok
     assert "pip install gensim==4.4.0" in str(report)
 
 
-def test_library_map_names_each_module_source():
-    rows = {module: source for module, source, _ in book.library_map()}
-    assert rows["bertlib.book"] == "written by hand"
-    assert rows["bertlib.data"] == ("chapters/01_reading_one_way.py, chapters/02_tokens.py, "
-                                    "chapters/05_masking.py, chapters/07_fine_tuning.py, "
-                                    "chapters/08_inside_bert.py")
-    assert rows["bertlib.model"] == "chapters/04_encoder.py"
+def test_library_map_names_each_public_name_its_module_and_chapter():
+    rows = {row.name: row for row in library_map.library_map()}
+    assert rows["BertModel"].module == "bertlib.model"
+    assert rows["BertModel"].chapter == "chapters/04_encoder.py"
+    assert rows["BertTokenizer"].chapter == "chapters/02_tokens.py"
+    assert rows["BertForSequenceClassification"].module == "bertlib.finetuning"
+    assert rows["BertlibError"].chapter == library_map.HAND_WRITTEN
+    assert "_check_values" not in rows  # private names stay out of the map
+
+
+def test_library_table_lists_modules_under_their_chapter():
+    table = library_map.library_table()
+    assert "| 04_encoder | `bertlib.model` |" in table
+    assert "`BertModel`" in table and "`BertForMaskedLM`" in table

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from bertlib import checks
+from bertbook import checks
 
 
 def test_a_stub_is_told_to_write_code():

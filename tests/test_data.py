@@ -1,4 +1,5 @@
-"""bertlib.data on the real files that gensim ships, plus its errors and cache."""
+"""bertlib.corpora and bertbook.datasets on the real files that installed packages ship,
+plus their errors and cache."""
 
 import builtins
 import json
@@ -7,12 +8,13 @@ import types
 
 import pytest
 
-from bertlib import data
+from bertbook import datasets
+from bertlib import corpora, errors, task_data
 
 
 @pytest.fixture(scope="module")
 def articles():
-    return data.wikipedia_articles()
+    return corpora.wikipedia_articles()
 
 
 def test_the_wikipedia_sample_has_its_106_articles(articles):
@@ -32,34 +34,34 @@ def test_apparatus_sections_are_cut():
     wikitext = ("'''Bank''' is a [[financial institution|firm]] that takes deposits from its "
                 "many customers.{{cite web|url=x}}<ref>A source.</ref>\n\n"
                 "== See also ==\nAll of these words are in a section that should vanish.")
-    assert data.wiki_paragraphs(wikitext) == [
+    assert corpora.wiki_paragraphs(wikitext) == [
         "Bank is a firm that takes deposits from its many customers."]
 
 
 def test_lee_news_has_300_documents():
-    assert len(data.lee_news()) == 300
+    assert len(corpora.lee_news()) == 300
 
 
 def test_cache_is_reused(tmp_path, monkeypatch):
     monkeypatch.setenv("BERTLIB_CACHE", str(tmp_path))
-    first = data.wikipedia_articles()
+    first = corpora.wikipedia_articles()
     cached = list(tmp_path.glob("wikipedia-sample-*.json"))
     assert len(cached) == 1 and not list(tmp_path.glob("*.tmp"))
     payload = json.loads(cached[0].read_text())
     payload[0]["title"] = "read from the cache"
     cached[0].write_text(json.dumps(payload))
-    assert data.wikipedia_articles()[0].title == "read from the cache"
+    assert corpora.wikipedia_articles()[0].title == "read from the cache"
     assert len(first) == 106
 
 
 def test_missing_package_names_the_install_command():
-    with pytest.raises(data.DataUnavailable, match="pip install no-such-package==1.0"):
-        data.package_file("no_such_package", "x.txt", "pip install no-such-package==1.0")
+    with pytest.raises(errors.DataUnavailable, match="pip install no-such-package==1.0"):
+        corpora.package_file("no_such_package", "x.txt", "pip install no-such-package==1.0")
 
 
 def test_missing_file_in_a_package_says_reinstall():
-    with pytest.raises(data.DataUnavailable, match="--force-reinstall"):
-        data.package_file("gensim", "test/test_data/not-there.txt", data.GENSIM_INSTALL)
+    with pytest.raises(errors.DataUnavailable, match="--force-reinstall"):
+        corpora.package_file("gensim", "test/test_data/not-there.txt", corpora.GENSIM_INSTALL)
 
 
 def test_hub_readers_without_datasets_say_how_to_get_it(monkeypatch):
@@ -71,51 +73,53 @@ def test_hub_readers_without_datasets_say_how_to_get_it(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_datasets)
-    for load in (data.wikitext103, data.conll2003, data.squad, lambda: data.glue_task("sst2")):
-        with pytest.raises(data.DataUnavailable, match="pip install datasets"):
+    readers = (corpora.wikitext103, datasets.conll2003, datasets.squad,
+               lambda: datasets.glue_task("sst2"))
+    for load in readers:
+        with pytest.raises(errors.DataUnavailable, match="pip install datasets"):
             load()
 
 
 def test_wikitext_lines_group_into_articles():
     lines = ["", " = Valkyria = \n", "", " Senjō no Valkyria is a game . \n", " = = Plot = = \n",
              " The story follows a squad . \n", " = Tower = \n", " A tall building . \n"]
-    articles = data.articles_from_wikitext_lines(lines)
+    articles = corpora.articles_from_wikitext_lines(lines)
     assert [a.title for a in articles] == ["Valkyria", "Tower"]
     assert articles[0].paragraphs == ("Senjō no Valkyria is a game .",
                                       "The story follows a squad .")
-    assert len(data.articles_from_wikitext_lines(lines, max_articles=1)) == 1
+    assert len(corpora.articles_from_wikitext_lines(lines, max_articles=1)) == 1
 
 
 def test_split_is_by_article_and_seeded(articles):
-    train, held_out = data.split_articles(articles, held_out=0.1, seed=0)
+    train, held_out = corpora.split_articles(articles, held_out=0.1, seed=0)
     assert len(held_out) == 11 and len(train) == 95
     assert not {a.title for a in train} & {a.title for a in held_out}
-    assert data.split_articles(articles, 0.1, seed=0)[1] == held_out
+    assert corpora.split_articles(articles, 0.1, seed=0)[1] == held_out
     with pytest.raises(ValueError):
-        data.split_articles(articles[:1])
+        corpora.split_articles(articles[:1])
 
 
 def test_unknown_corpus_lists_the_known_ones():
     with pytest.raises(ValueError, match="lee-news"):
-        data.load_corpus("books")
+        corpora.load_corpus("books")
 
 
 def test_simple_words():
-    assert data.simple_words("The river's bank, 1860.") == [
+    assert corpora.simple_words("The river's bank, 1860.") == [
         "the", "river's", "bank", ",", "1860", "."]
 
 
 # ---- chapter 07's task data ---------------------------------------------------------
 
 def test_split_of_is_stable_and_about_80_10_10():
-    assert data.split_of("aankhen") == data.split_of("aankhen")
-    shares = [data.split_of(f"group-{n}") for n in range(5000)]
+    assert datasets.split_of("aankhen") == datasets.split_of("aankhen")
+    shares = [datasets.split_of(f"group-{n}") for n in range(5000)]
     assert 0.08 < shares.count("test") / 5000 < 0.12
     assert 0.08 < shares.count("dev") / 5000 < 0.12
 
 
 def test_rotten_tomatoes_splits_are_disjoint_and_labelled():
-    splits = data.rotten_tomatoes()
+    splits = datasets.rotten_tomatoes()
     texts = {name: {e.text for e in examples} for name, examples in splits.items()}
     assert not (texts["train"] & texts["test"]) and not (texts["dev"] & texts["test"])
     total = sum(len(examples) for examples in splits.values())
@@ -125,10 +129,10 @@ def test_rotten_tomatoes_splits_are_disjoint_and_labelled():
 
 
 def test_bbc_news_headline_pairs_and_topics():
-    articles = data.bbc_news()
+    articles = datasets.bbc_news()
     assert 2_000 < len(articles) <= 2_225  # repeated stories kept once
-    assert {a.topic for a in articles} == set(data.BBC_TOPICS)
-    pairs = data.headline_pairs(articles)
+    assert {a.topic for a in articles} == set(datasets.BBC_TOPICS)
+    pairs = datasets.headline_pairs(articles)
     by_headline = {a.headline: a for a in articles}
     by_lead = {a.paragraphs[0]: a for a in articles}
     for example in pairs["test"]:
@@ -136,12 +140,12 @@ def test_bbc_news_headline_pairs_and_topics():
         assert (own is other) == bool(example.label)
         assert own.topic == other.topic  # distractors come from the same desk
     assert sum(e.label for e in pairs["train"]) * 2 == len(pairs["train"])
-    topics = data.news_topics(articles)
+    topics = datasets.news_topics(articles)
     assert sum(len(v) for v in topics.values()) == len(articles)
 
 
 def test_wikipedia_links_are_spans_of_the_clean_text():
-    paragraphs = data.wikipedia_links()
+    paragraphs = datasets.wikipedia_links()
     assert len(paragraphs) > 4_000 and sum(len(p.links) for p in paragraphs) > 15_000
     for paragraph in paragraphs:
         assert "[[" not in paragraph.text and "\ue000" not in paragraph.text
@@ -150,9 +154,9 @@ def test_wikipedia_links_are_spans_of_the_clean_text():
 
 
 def test_marked_links_keep_visible_text_and_target():
-    marked = data._mark_links("A [[financial institution|firm]] in [[paris]] and "
+    marked = datasets._mark_links("A [[financial institution|firm]] in [[paris]] and "
                               "[[File:Bank.jpg|thumb|a [[bank]]]].")
-    paragraph = data._unmark("t", marked)
+    paragraph = datasets._unmark("t", marked)
     assert paragraph.text.startswith("A firm in paris and")
     assert [(paragraph.text[s:e], t) for s, e, t in paragraph.links][:2] == [
         ("firm", "Financial institution"), ("paris", "Paris")]
@@ -160,25 +164,25 @@ def test_marked_links_keep_visible_text_and_target():
 
 def test_glue_rows_become_examples():
     rows = [{"sentence1": "A cat sat.", "sentence2": "A cat was sitting.", "label": 1}]
-    assert data.glue_examples(rows, "mrpc") == [
-        data.TextExample("A cat sat.", 1, "A cat was sitting.")]
+    assert datasets.glue_examples(rows, "mrpc") == [
+        task_data.TextExample("A cat sat.", 1, "A cat was sitting.")]
     with pytest.raises(ValueError, match="unknown GLUE task"):
-        data.glue_task("squad")
+        datasets.glue_task("squad")
 
 
 def test_conll_rows_become_tagged_words():
     rows = [{"tokens": ["EU", "rejects", "German", "call"], "ner_tags": [3, 0, 7, 0]},
             {"tokens": [], "ner_tags": []}]  # the hub keeps the document separators
-    (words,) = data.conll_words(rows)
-    assert words == data.TaggedWords(("EU", "rejects", "German", "call"), (3, 0, 7, 0))
-    assert [data.CONLL_TAGS[t] for t in words.tags] == ["B-ORG", "O", "B-MISC", "O"]
+    (words,) = datasets.conll_words(rows)
+    assert words == task_data.TaggedWords(("EU", "rejects", "German", "call"), (3, 0, 7, 0))
+    assert [datasets.CONLL_TAGS[t] for t in words.tags] == ["B-ORG", "O", "B-MISC", "O"]
 
 
 def test_squad_rows_become_span_questions():
     context = "Normans gave their name to Normandy, a region in France."
     rows = [{"question": "In what country is Normandy?", "context": context,
              "answers": {"text": ["France", "France"], "answer_start": [49, 49]}}]
-    (question,) = data.squad_questions(rows)
+    (question,) = datasets.squad_questions(rows)
     assert [context[s:e] for s, e in question.answers] == ["France", "France"]
 
 
@@ -187,5 +191,5 @@ def test_hub_datasets_offline_name_the_dataset(monkeypatch):
         raise ConnectionError("Couldn't reach 'rajpurkar/squad' on the Hub")
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=offline))
-    with pytest.raises(data.DataUnavailable, match="could not load 'rajpurkar/squad'"):
-        data.squad()
+    with pytest.raises(errors.DataUnavailable, match="could not load 'rajpurkar/squad'"):
+        datasets.squad()

@@ -11,13 +11,14 @@ import torch
 from safetensors.torch import load_file
 
 from bertlib.distributed import DataParallelTrainer, switch_off_dropout
+from bertlib.errors import BertlibError
 from bertlib.train import TrainingConfig
 
 
 def _fine_tune(processes: int, out) -> dict:
     launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone",
                  "--nproc_per_node", str(processes)] if processes > 1 else [sys.executable])
-    command = [*launcher, "-m", "bertlib.distributed", "--steps", "3", "--batch-size", "8",
+    command = [*launcher, "-m", "bertbook.ddp", "--steps", "3", "--batch-size", "8",
                "--examples", "32", "--max-length", "32", "--no-dropout", "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -39,8 +40,8 @@ def test_two_processes_reach_the_weights_of_one(tmp_path):
 
 
 def _untrained_classifier_weight() -> torch.Tensor:
-    from bertlib.data import minilm_dir
-    from bertlib.tasks import BertForSequenceClassification
+    from bertbook.datasets import minilm_dir
+    from bertlib.finetuning import BertForSequenceClassification
 
     torch.manual_seed(0)
     return BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2
@@ -49,14 +50,14 @@ def _untrained_classifier_weight() -> torch.Tensor:
 
 def test_the_data_parallel_trainer_needs_torchrun():
     model = torch.nn.Linear(2, 2)
-    with pytest.raises(RuntimeError, match="torchrun"):
+    with pytest.raises(BertlibError, match="torchrun"):
         DataParallelTrainer(model, [0] * 8, None, TrainingConfig(steps=1, batch_size=4),
                             torch.device("cpu"))
 
 
 def test_switch_off_dropout_reaches_attention_too():
     from bertlib.config import BertConfig
-    from bertlib.heads import BertForMaskedLM
+    from bertlib.pretraining import BertForMaskedLM
 
     model = switch_off_dropout(BertForMaskedLM(BertConfig(
         vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,

@@ -5,17 +5,12 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from bertbook.measure import PretrainingBudget, interleaved_timings, training_flops_per_token
 from bertlib.config import BertConfig
-from bertlib.fast import (
-    PretrainingBudget,
-    first_fit_decreasing,
-    interleaved_timings,
-    pack_documents,
-    positions_within_documents,
-    training_flops_per_token,
-)
-from bertlib.heads import BertForMaskedLM
-from bertlib.model import BertModel, InputError
+from bertlib.errors import InputError
+from bertlib.model import BertModel
+from bertlib.packing import first_fit_decreasing, pack_documents, positions_within_documents
+from bertlib.pretraining import BertForMaskedLM
 
 TINY = BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=64, max_position_embeddings=32,

@@ -5,20 +5,15 @@ import random
 import pytest
 import torch
 
-from bertlib.data import (
+from bertlib.batch import IGNORE_INDEX
+from bertlib.corpora import wikipedia_articles
+from bertlib.masking import MaskingRecipe, PretrainingCollator, mask_sequence, prediction_units
+from bertlib.sentence_pairs import (
     SentencePair,
     sentence_documents,
     sentence_pairs,
     split_sentences,
     truncate_pair,
-    wikipedia_articles,
-)
-from bertlib.masking import (
-    IGNORE_INDEX,
-    MaskingRecipe,
-    PretrainingCollator,
-    mask_sequence,
-    prediction_units,
 )
 from bertlib.tokenizer import train_wordpiece
 

@@ -9,10 +9,11 @@ from transformers import BertConfig as HFConfig
 from transformers import BertForPreTraining as HFBertForPreTraining
 from transformers import BertModel as HFBertModel
 
+from bertbook.datasets import minilm_dir
 from bertlib.attention import BertSelfAttention, key_padding_mask, scaled_dot_product
-from bertlib.config import PRESETS, BertConfig, ConfigError, parameter_count
-from bertlib.data import minilm_dir
-from bertlib.model import BertModel, CheckpointError, InputError
+from bertlib.config import PRESETS, BertConfig, parameter_count
+from bertlib.errors import CheckpointError, ConfigError, InputError
+from bertlib.model import BertModel
 from bertlib.tokenizer import BertTokenizer
 
 SENTENCES = ["The bank raised its interest rates again.",
@@ -151,7 +152,10 @@ def test_heads_must_divide_the_hidden_size():
     (torch.tensor([101, 102]), "2-D tensor"),
     (torch.zeros(1, 600, dtype=torch.long), "600 tokens long"),
     (torch.tensor([[101, 40000]]), "must lie in 0..30521"),
-    (torch.ones(1, 3), "must hold integers"),
+    (torch.ones(1, 3), "must be torch.int64"),
+    (torch.ones(1, 3, dtype=torch.int16), r"torch.int64 \(long\) or torch.int32, not torch.int16"),
+    (torch.zeros(0, 5, dtype=torch.long), r"the batch is empty \(shape \(0, 5\)\)"),
+    (torch.zeros(2, 0, dtype=torch.long), r"the batch is empty \(shape \(2, 0\)\)"),
 ])
 def test_bad_input_is_explained(minilm, bad, message):
     with pytest.raises(InputError, match=message):

@@ -9,9 +9,10 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from bertlib.checkpoints import HubUnavailable, convert_checkpoint, hub_checkpoint, modern_names
-from bertlib.data import bank_senses, minilm_dir
-from bertlib.model import BertModel, read_state_dict
+from bertbook.datasets import bank_senses, minilm_dir
+from bertlib.checkpoints import convert_checkpoint, hub_checkpoint, modern_names, read_state_dict
+from bertlib.errors import DataUnavailable
+from bertlib.model import BertModel
 from bertlib.probing import (
     attention_statistics,
     fit_linear_probe,
@@ -55,7 +56,7 @@ def test_no_hub_is_a_clear_error(monkeypatch, tmp_path):
 
     monkeypatch.setenv("BERTLIB_CACHE", str(tmp_path))
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
-    with pytest.raises(HubUnavailable, match="minilm_dir"):
+    with pytest.raises(DataUnavailable, match="minilm_dir"):
         hub_checkpoint("bert-base-uncased")
 
 

@@ -3,11 +3,12 @@
 import pytest
 from transformers import BertTokenizerFast
 
-from bertlib.data import minilm_dir, wikipedia_articles
+from bertbook.datasets import minilm_dir
+from bertlib.corpora import wikipedia_articles
+from bertlib.errors import TokenizerError
 from bertlib.tokenizer import (
     SPECIAL_TOKENS,
     BertTokenizer,
-    TokenizerError,
     basic_tokenize,
     teaching_tokenize,
     train_wordpiece,

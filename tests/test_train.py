@@ -4,14 +4,15 @@ import pytest
 import torch
 
 from bertlib.config import BertConfig
-from bertlib.data import sentence_documents, sentence_pairs, wikipedia_articles
-from bertlib.heads import BertForPreTraining
+from bertlib.corpora import wikipedia_articles
+from bertlib.errors import CheckpointError, TrainingDiverged
 from bertlib.masking import PretrainingCollator
+from bertlib.pretraining import BertForPreTraining
+from bertlib.sentence_pairs import sentence_documents, sentence_pairs
 from bertlib.tokenizer import train_wordpiece
 from bertlib.train import (
     Trainer,
     TrainingConfig,
-    TrainingDiverged,
     parameter_groups,
     resolve_precision,
     warmup_then_linear_decay,
@@ -84,7 +85,7 @@ def test_a_nan_loss_stops_with_a_message_and_keeps_the_last_checkpoint(data, tmp
 
 
 def test_resume_without_a_checkpoint_says_so(data, tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoint to resume from"):
+    with pytest.raises(CheckpointError, match="no checkpoint to resume from"):
         _trainer(data, tmp_path / "empty").train(resume=True)
 
 
@@ -113,7 +114,8 @@ def test_no_weight_decay_on_biases_and_layernorm():
 def test_schedule_and_precision_choices():
     assert [warmup_then_linear_decay(s, 2, 6) for s in range(7)] == [
         0, 0.5, 1, 0.75, 0.5, 0.25, 0]
-    assert resolve_precision("auto", torch.device("cpu")) == "bf16"
+    assert resolve_precision("auto", torch.device("cpu")) == "fp32"  # bf16 only by name
+    assert resolve_precision("bf16", torch.device("cpu")) == "bf16"
     with pytest.raises(ValueError, match="CUDA"):
         resolve_precision("fp16", torch.device("cpu"))
     with pytest.raises(ValueError, match="warmup_steps"):
@@ -125,3 +127,12 @@ def test_too_small_a_dataset_is_a_clear_error(data):
     model = BertForPreTraining(BertConfig.preset("bert-tiny", vocab_size=tokenizer.vocab_size))
     with pytest.raises(ValueError, match="fewer than one batch"):
         Trainer(model, pairs[:3], PretrainingCollator(tokenizer), TrainingConfig(steps=2))
+
+
+@pytest.mark.parametrize("capability, expected", [((7, 5), "fp16"), ((8, 0), "bf16"),
+                                                  ((9, 0), "bf16")])
+def test_auto_precision_follows_the_gpus_compute_capability(monkeypatch, capability, expected):
+    """A T4 (7.5) reports bf16 as supported but only emulates it: auto must pick fp16 there."""
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    assert resolve_precision("auto", torch.device("cuda")) == expected

@@ -20,12 +20,14 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bertbook.library_map import library_table
 from tools.chapters import ROOT, book_settings, chapter_sources
 
 COLAB_CELL_FIRST_LINE = (
     "# Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere."
 )
 TABLE_START, TABLE_END = "<!-- chapters:start -->", "<!-- chapters:end -->"
+LIBRARY_START, LIBRARY_END = "<!-- library:start -->", "<!-- library:end -->"
 
 
 def no_deps_packages(root: Path = ROOT) -> list[str]:
@@ -77,14 +79,15 @@ def chapter_table(root: Path = ROOT) -> str:
         notebook = chapter.with_suffix(".ipynb").name
         rows.append(f"| {chapter_title(chapter)} | [`{notebook}`](chapters/{notebook}) | "
                     f"[![Open in Colab]({badge})]({base}/{notebook}) |")
-    return "\n".join([TABLE_START, *rows, TABLE_END])
+    return "\n".join(rows)
 
 
-def with_chapter_table(readme: str, table: str) -> str:
-    pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.S)
+def with_table(readme: str, table: str, start: str = TABLE_START, end: str = TABLE_END) -> str:
+    """The README with the text between two markers replaced by `table`."""
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
     if not pattern.search(readme):
-        raise ValueError(f"README.md lacks the {TABLE_START} … {TABLE_END} markers")
-    return pattern.sub(lambda _: table, readme, count=1)
+        raise ValueError(f"README.md lacks the {start} … {end} markers")
+    return pattern.sub(lambda _: f"{start}\n{table}\n{end}", readme, count=1)
 
 
 def stale_files(root: Path = ROOT) -> dict[Path, str]:
@@ -98,7 +101,8 @@ def stale_files(root: Path = ROOT) -> dict[Path, str]:
             updates[chapter] = fixed
     readme = root / "README.md"
     text = readme.read_text(encoding="utf-8")
-    fixed = with_chapter_table(text, chapter_table(root))
+    fixed = with_table(text, chapter_table(root))
+    fixed = with_table(fixed, library_table(root=root), LIBRARY_START, LIBRARY_END)
     if fixed != text:
         updates[readme] = fixed
     return updates

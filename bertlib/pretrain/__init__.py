@@ -9,43 +9,49 @@
 import argparse
 from pathlib import Path
 
+from torch.utils.data import DataLoader
+
+from bertlib.config import BertConfig
+from bertlib.corpora import load_corpus, split_articles
+from bertlib.masking import PretrainingCollator
+from bertlib.pretraining import (
+    BertForMaskedLM,
+    BertForPreTraining,
+    context_free_baselines,
+    evaluate_pretraining,
+)
+from bertlib.runtime import best_device, seed_everything
+from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.tokenizer import train_wordpiece
+from bertlib.train import Trainer, TrainingConfig, resolve_precision
+
+__all__ = ["SIZES", "run_pretraining", "main"]
+
+
+# From chapters/06_pretraining.py, cell 4.
 SIZES = {
     "smoke": dict(corpus="wikipedia", articles=None, vocab=4000, model="bert-tiny",
                   seq=64, batch=32, steps=800, lr=2e-3, warmup=80, eval_every=200,
                   precision="fp32"),
     "cpu": dict(corpus="wikipedia", articles=None, vocab=8000, model="bert-mini",
                 seq=128, batch=32, steps=2000, lr=1e-3, warmup=200, eval_every=400,
-                precision="auto"),
+                precision="bf16"),
     "gpu": dict(corpus="wikitext-103", articles=5000, vocab=30522, model="bert-small",
                 seq=128, batch=128, steps=20000, lr=5e-4, warmup=2000, eval_every=2000,
                 precision="auto"),
 }
 
 
+# From chapters/06_pretraining.py, cell 26.
 def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
                     device=None, progress: bool = True, objective: str = "mlm+nsp",
                     model_class: type | None = None) -> dict:
     """Pretrain with a size's settings; returns model, tokenizer, state, evaluation...
 
     model_class replaces the objective's model by another one that reads the same batches
-    (chapter 07 trains a left-to-right model this way, on exactly the same data).
+    (chapter 07 trains a left-to-right model this way, on exactly the same data); the
+    batches carry next-sentence labels only for a model with that head.
     """
-    from torch.utils.data import DataLoader
-
-    from bertlib.book import best_device, seed_everything
-    from bertlib.config import BertConfig
-    from bertlib.data import load_corpus, sentence_documents, sentence_pairs, split_articles
-    from bertlib.heads import BertForMaskedLM, BertForPreTraining
-    from bertlib.masking import PretrainingCollator
-    from bertlib.tokenizer import train_wordpiece
-    from bertlib.train import (
-        Trainer,
-        TrainingConfig,
-        context_free_baselines,
-        evaluate_pretraining,
-        resolve_precision,
-    )
-
     device = device or best_device()
     seed_everything(0)
     articles = load_corpus(settings["corpus"], settings["articles"])
@@ -63,8 +69,12 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
                                   else BertForMaskedLM)
     model = model_class(config)
-    fixed = DataLoader(test_pairs, batch_size=64, collate_fn=PretrainingCollator(tokenizer,
-                                                                                  seed=1))
+    next_sentence = isinstance(model, BertForPreTraining)
+
+    def collator(seed: int) -> PretrainingCollator:
+        return PretrainingCollator(tokenizer, seed=seed, next_sentence=next_sentence)
+
+    fixed = DataLoader(test_pairs, batch_size=64, collate_fn=collator(1))
     test_batches = list(fixed)
     precision = resolve_precision(settings["precision"], device)
     training = TrainingConfig(
@@ -72,7 +82,7 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
         learning_rate=settings["lr"], warmup_steps=settings["warmup"],
         precision=settings["precision"], eval_every=settings["eval_every"],
         checkpoint_every=settings["eval_every"], progress=progress)
-    trainer = Trainer(model, train_pairs, PretrainingCollator(tokenizer, seed=0), training,
+    trainer = Trainer(model, train_pairs, collator(0), training,
                       device, output_dir,
                       evaluate=lambda m: evaluate_pretraining(m, test_batches, device,
                                                               precision))
@@ -80,7 +90,7 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     trainer.save_checkpoint()
     final = evaluate_pretraining(model, test_batches, device, precision)
     train_sample = list(DataLoader(train_pairs[:len(test_pairs)], batch_size=64,
-                                   collate_fn=PretrainingCollator(tokenizer, seed=2)))
+                                   collate_fn=collator(2)))
     baselines = context_free_baselines(train_sample, test_batches, tokenizer.vocab_size)
     model.cpu().save_pretrained(Path(output_dir) / "model")
     tokenizer.save_pretrained(Path(output_dir) / "model")
@@ -89,6 +99,7 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
                 test_articles=test_articles, device=device)
 
 
+# From chapters/06_pretraining.py, cell 39.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertlib.pretrain",
                                      description="Pretrain a BERT on the book's corpus.")

@@ -2,26 +2,34 @@
 # Edit the chapter, not this file: `make test` fails when the two differ.
 """Pretraining heads (masked LM with a tied decoder, next sentence) and the models with them."""
 
-from dataclasses import dataclass, replace
-from pathlib import Path
+import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
-from bertlib.masking import IGNORE_INDEX
-from bertlib.model import (
-    SKIPPED_BUFFERS,
-    BertModel,
-    activation,
-    checkpoint_mismatch,
-    init_bert_weights,
-    read_state_dict,
-    save_pretrained,
-)
+from bertlib.model import BertModel, BertPreTrainedModel, activation
+from bertlib.train import autocast
+
+__all__ = [
+    "BertPredictionHeadTransform",
+    "BertLMPredictionHead",
+    "BertPreTrainingHeads",
+    "BertOnlyMLMHead",
+    "PreTrainingOutput",
+    "masked_lm",
+    "BertForPreTraining",
+    "BertForMaskedLM",
+    "evaluate_pretraining",
+    "context_free_baselines",
+    "BertLMHeadModel",
+]
 
 
+# From chapters/06_pretraining.py, cell 7.
 class BertPredictionHeadTransform(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -73,6 +81,7 @@ class PreTrainingOutput:
     masked_positions: torch.Tensor | None
 
 
+# From chapters/06_pretraining.py, cell 9.
 def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor,
               labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None,
                                                     torch.Tensor | None]:
@@ -81,21 +90,25 @@ def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor,
         return head(hidden), None, None
     positions = labels != IGNORE_INDEX
     logits = head(hidden[positions])
-    loss = F.cross_entropy(logits.float(), labels[positions]) if positions.any() \
-        else logits.sum() * 0.0
-    return logits, loss, positions
+    # The mean over the scored positions, written so that a batch with none gives 0, not
+    # NaN, without asking the device how many there are (a host-device sync).
+    summed = F.cross_entropy(logits.float(), labels[positions], reduction="sum")
+    return logits, summed / positions.sum().clamp(min=1), positions
 
 
-class BertForPreTraining(nn.Module):
+class BertForPreTraining(BertPreTrainedModel):
     """BertModel + masked-LM head + next-sentence head, as the original pretrained it."""
 
+    tied_weights = ("cls.predictions.decoder.weight",)
+
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
+        super().__init__(config)
         self.bert = BertModel(config)
         self.cls = BertPreTrainingHeads(config)
-        self.cls.apply(lambda module: init_bert_weights(module, config.initializer_range))
-        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+        self.post_init(self.cls)
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.cls.predictions.decoder
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
                 next_sentence_label=None) -> PreTrainingOutput:
@@ -110,19 +123,22 @@ class BertForPreTraining(nn.Module):
                                  nsp_logits, positions)
 
 
-class BertForMaskedLM(nn.Module):
+class BertForMaskedLM(BertPreTrainedModel):
     """BertModel (no pooler) + masked-LM head: pretraining without next-sentence prediction."""
 
+    tied_weights = ("cls.predictions.decoder.weight",)
+
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.config = config
+        super().__init__(config)
         self.bert = BertModel(config, add_pooling_layer=False)
         self.cls = BertOnlyMLMHead(config)
-        self.cls.apply(lambda module: init_bert_weights(module, config.initializer_range))
-        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+        self.post_init(self.cls)
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.cls.predictions.decoder
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                position_ids=None, **unused) -> PreTrainingOutput:
+                position_ids=None) -> PreTrainingOutput:
         """position_ids: see BertModel (chapter 09 restarts them in packed sequences)."""
         encoded = self.bert(input_ids, attention_mask, token_type_ids,
                             position_ids=position_ids)
@@ -131,51 +147,57 @@ class BertForMaskedLM(nn.Module):
         return PreTrainingOutput(loss, loss, None, logits, None, positions)
 
 
-TIED = ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
+# From chapters/06_pretraining.py, cell 24.
+@torch.no_grad()
+def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.device,
+                         precision: str = "fp32") -> dict[str, float]:
+    """MLM accuracy and perplexity at the masked positions, and NSP accuracy."""
+    model.eval()
+    correct = count = nsp_correct = nsp_count = 0
+    total_loss = 0.0
+    for batch in batches:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        with autocast(device, precision):
+            out = model(**batch)
+        targets = batch["labels"][out.masked_positions]
+        logits = out.mlm_logits.float()
+        correct += int((logits.argmax(-1) == targets).sum())
+        total_loss += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
+        count += len(targets)
+        if out.nsp_logits is not None:
+            nsp_correct += int((out.nsp_logits.argmax(-1) == batch["next_sentence_label"]).sum())
+            nsp_count += len(batch["next_sentence_label"])
+    result = {"mlm_accuracy": correct / count, "perplexity": math.exp(total_loss / count)}
+    if nsp_count:
+        result["nsp_accuracy"] = nsp_correct / nsp_count
+    return result
 
 
-def load_with_heads(model: nn.Module, state: dict[str, torch.Tensor]) -> nn.Module:
-    """Load encoder (required) and head weights (optional) into a model with heads.
+def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
+                           vocab_size: int) -> dict[str, float]:
+    """Accuracy of guessing without context: the most frequent target, and a unigram draw."""
+    def target_counts(batches):
+        labels = torch.cat([b["labels"][b["labels"] != -100] for b in batches])
+        return torch.bincount(labels, minlength=vocab_size).double()
 
-    The pooler counts as a head: a checkpoint pretrained without next-sentence prediction
-    has none, and the model that loads it starts a fresh one.
-    """
-    expected = model.state_dict()
-    state = {key if key in expected or key.startswith(("bert.", "cls.")) else f"bert.{key}":
-             tensor for key, tensor in state.items()}
-    matched = {k: t for k, t in state.items() if k in expected and k not in TIED}
-    unused = [k for k in state if k not in expected and k not in TIED
-              and k.removeprefix("bert.") not in SKIPPED_BUFFERS]
-    missing = [k for k in expected if k not in matched and k not in TIED]
-    required = [k for k in missing if k.startswith("bert.") and not k.startswith("bert.pooler.")]
-    error = checkpoint_mismatch(required, matched, expected)
-    if error:
-        raise error
-    model.load_state_dict(matched, strict=False)
-    model.new_weights, model.unused_checkpoint_keys = missing, unused
-    return model
+    train_counts, test_counts = target_counts(train_batches), target_counts(test_batches)
+    test_share = test_counts / test_counts.sum()
+    return {"most_frequent": float(test_share[train_counts.argmax()]),
+            "unigram": float((train_counts / train_counts.sum() * test_share).sum())}
 
 
-def _from_pretrained(cls, folder: str | Path, **config_overrides):
-    """Build from config.json and load the weights; heads absent from it start fresh."""
-    model = cls(replace(BertConfig.from_json(folder), **config_overrides))
-    return load_with_heads(model, read_state_dict(folder)).eval()
-
-
-for _model in (BertForPreTraining, BertForMaskedLM):
-    _model.from_pretrained = classmethod(_from_pretrained)
-    _model.save_pretrained = save_pretrained  # BertModel's, skipping the tied decoder
-    _model.tied_weights = TIED
-
-
+# From chapters/07_fine_tuning.py, cell 40.
 class BertLMHeadModel(BertForMaskedLM):
     """A left-to-right language model with BERT's encoder: the masked LM's modules, used
     under a causal mask to predict token i+1 from position i. Scored at the masked
     positions of a masked-LM batch, so that its held-out accuracy compares with the masked
-    models'."""
+    models'. Its config says is_decoder=True, as `transformers`' BertLMHeadModel's does."""
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                **unused) -> PreTrainingOutput:
+    def __init__(self, config: BertConfig):
+        super().__init__(config.with_overrides(is_decoder=True))
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
+                labels=None) -> PreTrainingOutput:
         text = input_ids if labels is None else torch.where(labels == IGNORE_INDEX,
                                                             input_ids, labels)
         hidden = self.bert(text, attention_mask, token_type_ids, causal=True).last_hidden_state

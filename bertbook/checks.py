@@ -12,6 +12,31 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = [
+    "CheckFailed",
+    "Case",
+    "check_cases",
+    "check_top_words",
+    "check_size_rule",
+    "check_unigram_accuracy",
+    "check_reading_offsets",
+    "check_pieces_to_words",
+    "check_segment_ids",
+    "check_causal_mask",
+    "check_attention_flops",
+    "check_layer_norm",
+    "check_feed_forward_share",
+    "check_expected_coverage",
+    "check_span_continuation",
+    "check_cosine_lr_at",
+    "check_decays",
+    "check_macro_f1",
+    "check_stratified_sample",
+    "check_padding_share",
+    "check_batch_plan",
+    "check_favourite_offset",
+]
+
 
 class CheckFailed(AssertionError):
     """A student's answer is wrong; the message says how, and what to look at."""
