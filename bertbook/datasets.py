@@ -8,7 +8,6 @@ benchmarks (GLUE, CoNLL-2003, SQuAD) on an online machine such as Colab."""
 import bz2
 import csv
 import hashlib
-import json
 import random
 import re
 from collections import defaultdict
@@ -20,10 +19,10 @@ from bertlib.corpora import (
     GENSIM_INSTALL,
     WIKI_SAMPLE,
     cache_dir,
+    cached_rows,
     package_file,
     wiki_pages,
     wiki_paragraphs,
-    write_atomically,
 )
 from bertlib.errors import DataUnavailable
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, tag_names, words_in
@@ -211,14 +210,15 @@ def wikipedia_links() -> list[LinkedParagraph]:
     source = package_file("gensim", WIKI_SAMPLE, GENSIM_INSTALL)
     key = f"{source.stat().st_size}:{CLEANER_VERSION}:{_LINKS_VERSION}"
     cached = cache_dir() / f"wikipedia-links-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
-    if cached.is_file():
-        return [LinkedParagraph(p["article"], p["text"], tuple(map(tuple, p["links"])))
-                for p in json.loads(cached.read_text(encoding="utf-8"))]
-    paragraphs = [_unmark(title, marked) for title, wikitext in wiki_pages(source)
-                  for marked in wiki_paragraphs(_mark_links(wikitext))]
-    paragraphs = [p for p in paragraphs if p is not None]
-    write_atomically(cached, json.dumps([p.__dict__ for p in paragraphs], ensure_ascii=False))
-    return paragraphs
+
+    def build() -> list[dict]:
+        paragraphs = [_unmark(title, marked) for title, wikitext in wiki_pages(source)
+                      for marked in wiki_paragraphs(_mark_links(wikitext))]
+        return [p.__dict__ for p in paragraphs if p is not None]
+
+    rows = cached_rows(cached, build, {"article", "text", "links"})
+    return [LinkedParagraph(p["article"], p["text"], tuple(map(tuple, p["links"])))
+            for p in rows]
 
 
 # From chapters/07_fine_tuning.py, cell 14.

@@ -15,6 +15,7 @@ from bertlib.errors import CheckpointError, DataUnavailable
 __all__ = [
     "SKIPPED_KEYS",
     "ENCODER_PARTS",
+    "checkpoint_folder",
     "read_state_dict",
     "load_checkpoint",
     "LEGACY_SUFFIXES",
@@ -32,16 +33,55 @@ SKIPPED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids",
 ENCODER_PARTS = ("embeddings.", "encoder.")  # what every checkpoint of an encoder must hold
 
 
-def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
-    """The tensors of a checkpoint folder: model.safetensors, else pytorch_model.bin."""
+def checkpoint_folder(folder: str | Path) -> Path:
+    """The folder itself, or a CheckpointError saying what was given instead."""
     folder = Path(folder)
-    if (folder / "model.safetensors").is_file():
+    if folder.is_file():
+        raise CheckpointError(f"{folder} is a file; give the folder that holds config.json "
+                              "and model.safetensors (the one save_pretrained wrote)")
+    if not folder.is_dir():
+        raise CheckpointError(f"there is no folder {folder}; give the folder that "
+                              "save_pretrained wrote (config.json, model.safetensors)")
+    return folder
+
+
+def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors of a checkpoint folder: model.safetensors, else pytorch_model.bin. A
+    file that cannot be read, or that holds NaN or infinite weights, is a CheckpointError
+    naming it: a damaged download, to fetch again."""
+    folder = checkpoint_folder(folder)
+    safetensors_file, pickle_file = folder / "model.safetensors", folder / "pytorch_model.bin"
+    if safetensors_file.is_file():
         from safetensors.torch import load_file
 
-        return load_file(folder / "model.safetensors")
-    if (folder / "pytorch_model.bin").is_file():
-        return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+        state = _read(safetensors_file, load_file)
+    elif pickle_file.is_file():  # weights_only: a pickle that would run code is refused
+        state = _read(pickle_file, lambda path: torch.load(path, map_location="cpu",
+                                                           weights_only=True))
+    else:
+        raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+    broken = [key for key, t in state.items() if t.is_floating_point() and not t.isfinite().all()]
+    if broken:
+        raise CheckpointError(f"{safetensors_file if safetensors_file.is_file() else pickle_file}"
+                              f" holds NaN or infinite values in {len(broken)} tensors (first: "
+                              f"{broken[0]}); the file is damaged: save or download it again")
+    return state
+
+
+def _read(path: Path, load) -> dict[str, torch.Tensor]:
+    """load(path), with any failure turned into one message that names the file. torch's
+    own message is not passed on: it suggests weights_only=False, which lets a pickle run
+    code; a file that needs that is not a checkpoint to trust."""
+    try:
+        state = load(path)
+    except Exception as error:  # safetensors, pickle and zip each raise their own kinds
+        reason = (f": {str(error).splitlines()[0][:100]}" if path.suffix == ".safetensors"
+                  else ", or it holds more than tensors")
+        raise CheckpointError(f"{path} cannot be read ({type(error).__name__}{reason}); the "
+                              "file is truncated or damaged: save or download it again") from None
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise CheckpointError(f"{path} does not hold a dict of tensors")
+    return state
 
 
 def _model_key(key: str, expected: dict, prefix: str, has_encoder: bool) -> str | None:

@@ -76,7 +76,13 @@ class BertConfig:
         path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
         if not path.is_file():
             raise ConfigError(f"no config.json at {path}")
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ConfigError(f"{path} is not a JSON config ({error}); is it the config.json "
+                              "that was saved with the model?") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path} holds a JSON {type(raw).__name__}, not a config object")
         if raw.get("model_type", "bert") != "bert":
             raise ConfigError(f"{path} describes a {raw['model_type']!r} model, not BERT")
         if raw.get("position_embedding_type", "absolute") != "absolute":

@@ -13,7 +13,9 @@ import json
 import os
 import random
 import re
+import warnings
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,7 @@ __all__ = [
     "package_file",
     "cache_dir",
     "write_atomically",
+    "cached_rows",
     "Article",
     "wiki_paragraphs",
     "WIKI_SAMPLE",
@@ -76,6 +79,26 @@ def write_atomically(path: Path, text: str) -> None:
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_text(text, encoding="utf-8")
     temporary.replace(path)
+
+
+def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -> list[dict]:
+    """The rows (dicts with exactly `fields`) kept as JSON at `path`, or build() written
+    there first. A file that cannot be read, is not JSON, is empty or has rows of another
+    shape (a disk filled mid-write, a hand edit) is named in a warning and rebuilt."""
+    if path.is_file():
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+            problem = "" if (isinstance(rows, list) and rows and all(
+                isinstance(row, dict) and set(row) == fields for row in rows)) else \
+                "holds no rows of the expected shape"
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            problem = f"cannot be read ({type(error).__name__})"
+        if not problem:
+            return rows
+        warnings.warn(f"the cache file {path} {problem}; rebuilding it", stacklevel=2)
+    rows = build()
+    write_atomically(path, json.dumps(rows, ensure_ascii=False))
+    return rows
 
 
 # From chapters/01_reading_one_way.py, cell 10.
@@ -167,14 +190,14 @@ def wikipedia_articles() -> list[Article]:
     source = package_file("gensim", WIKI_SAMPLE, GENSIM_INSTALL)
     key = hashlib.sha256(f"{source.stat().st_size}:{CLEANER_VERSION}".encode()).hexdigest()
     cached = cache_dir() / f"wikipedia-sample-{key[:12]}.json"
-    if cached.is_file():
-        return [Article(a["title"], tuple(a["paragraphs"]))
-                for a in json.loads(cached.read_text(encoding="utf-8"))]
-    articles = [Article(title, tuple(wiki_paragraphs(text)))
-                for title, text in wiki_pages(source)]
-    articles = [article for article in articles if article.paragraphs]
-    write_atomically(cached, json.dumps([a.__dict__ for a in articles], ensure_ascii=False))
-    return articles
+
+    def build() -> list[dict]:
+        articles = [{"title": title, "paragraphs": wiki_paragraphs(text)}
+                    for title, text in wiki_pages(source)]
+        return [article for article in articles if article["paragraphs"]]
+
+    rows = cached_rows(cached, build, {"title", "paragraphs"})
+    return [Article(row["title"], tuple(row["paragraphs"])) for row in rows]
 
 
 def lee_news() -> list[Article]:

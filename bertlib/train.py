@@ -7,6 +7,7 @@ precision, evaluation, and checkpoints that resume exactly."""
 import contextlib
 import math
 import os
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,7 @@ __all__ = [
     "autocast",
     "TrainingConfig",
     "TrainingState",
+    "prepare_output_dir",
     "Trainer",
 ]
 
@@ -121,6 +123,22 @@ class TrainingState:
 
 
 # From chapters/06_pretraining.py, cell 20.
+def prepare_output_dir(folder: Path) -> None:
+    """Before any training: the folder must be writable (found out now, not at the first
+    checkpoint after the work), and the temporary files of checkpoint writes that were
+    killed mid-way are removed."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test.{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(f"cannot write in {folder} ({error.strerror}); choose a folder you "
+                          "can write to") from None
+    for stale in folder.glob("checkpoint.*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
 class Trainer:
     """Pretrain (or fine-tune) a model whose forward returns an object with `.loss`."""
 
@@ -131,6 +149,8 @@ class Trainer:
         self.device = device or torch.device("cpu")
         self.precision = resolve_precision(config.precision, self.device)
         self.output_dir = Path(output_dir) if output_dir else None
+        if self.output_dir is not None:
+            prepare_output_dir(self.output_dir)
         self.evaluate_fn, self.callbacks = evaluate, list(callbacks)
         if len(dataset) < config.batch_size:
             raise InputError(f"the dataset has {len(dataset)} examples, fewer than one batch "
@@ -158,8 +178,20 @@ class Trainer:
     def checkpoint_path(self) -> Path | None:
         return self.output_dir / "checkpoint.pt" if self.output_dir else None
 
+    def _divergence_advice(self, loss: float) -> str:
+        saved = self.checkpoint_path is not None and self.checkpoint_path.is_file()
+        where = (f"The last good checkpoint, {self.checkpoint_path}, is untouched; resume "
+                 "from it with the changes below." if saved else "No checkpoint was written.")
+        fixes = [f"lower the learning rate (now {self.config.learning_rate})",
+                 f"lengthen the warm-up (now {self.config.warmup_steps} steps)"]
+        if self.precision != "fp32":
+            fixes.append(f"train in fp32 instead of {self.precision}")
+        return f"the loss is {loss} at step {self.state.step + 1}. {where} Try: " + \
+            "; ".join(fixes) + "."
+
     def save_checkpoint(self) -> Path:
-        """Write everything needed to continue, atomically (temporary file, then rename)."""
+        """Write everything needed to continue, atomically (temporary file, then rename):
+        a write that fails or is killed leaves the previous checkpoint as it was."""
         if self.checkpoint_path is None:
             raise ConfigError("this Trainer has no output_dir to save checkpoints in")
         self.output_dir.mkdir(parents=True, exist_ok=True)
@@ -171,7 +203,15 @@ class Trainer:
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         }
         temporary = self.checkpoint_path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save(payload, temporary)
+        try:
+            torch.save(payload, temporary)
+        except (OSError, RuntimeError) as error:  # torch reports a full disk as RuntimeError
+            temporary.unlink(missing_ok=True)
+            free = shutil.disk_usage(self.output_dir).free / 2**20
+            raise CheckpointError(
+                f"could not write {self.checkpoint_path} ({str(error).splitlines()[0][:80]}); "
+                f"{free:,.0f} MiB are free there: if no space is left, free some. The previous "
+                "checkpoint is intact.") from None
         temporary.replace(self.checkpoint_path)
         return self.checkpoint_path
 
@@ -231,10 +271,7 @@ class Trainer:
             tokens += int(batch["attention_mask"].sum())
         total, tokens = self._whole_batch(total, tokens)
         if not math.isfinite(total) or total > self.config.max_loss:
-            raise TrainingDiverged(
-                f"the loss is {total} at step {self.state.step + 1}. Nothing was saved after the "
-                f"last good checkpoint ({self.checkpoint_path}). Lower the learning rate "
-                f"(now {self.config.learning_rate}), lengthen the warm-up, or use fp32.")
+            raise TrainingDiverged(self._divergence_advice(total))
         self.scaler.unscale_(self.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                    self.config.max_grad_norm)

@@ -296,6 +296,21 @@ class Encoding:
     tokens: list[str]
 
 
+def _check_text(name: str, value) -> None:
+    """A text must be a non-empty string that UTF-8 can encode."""
+    if not isinstance(value, str):
+        raise TokenizerError(f"{name} must be a string, not {type(value).__name__}")
+    if not value.strip():
+        raise TokenizerError(f"the {name} is empty: there is nothing to encode")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise TokenizerError(
+            f"the {name} holds a lone surrogate ({value[error.start]!r} at position "
+            f"{error.start}), which is not text; it usually comes from bytes decoded with "
+            "errors='surrogateescape'. Decode with errors='replace' instead") from None
+
+
 def _check_vocab(vocab: dict[str, int]) -> None:
     missing = [token for token in SPECIAL_TOKENS if token not in vocab]
     if missing:
@@ -356,7 +371,12 @@ class BertTokenizer:
         settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
         saved_length = settings.get("model_max_length", 512)
         length = max_length or (saved_length if saved_length <= 1_000_000 else 512)
-        lines = path.read_text(encoding="utf-8").splitlines()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as error:
+            raise TokenizerError(f"{path} is not UTF-8 text ({error.reason} at byte "
+                                 f"{error.start}); a BERT vocab.txt is one UTF-8 piece per "
+                                 "line") from None
         return cls({piece: i for i, piece in enumerate(lines)}, max_length=length,
                    lowercase=settings.get("do_lower_case", True))
 
@@ -396,10 +416,12 @@ class BertTokenizer:
     def encode(self, text: str, pair: str | None = None, truncation: bool = True) -> Encoding:
         """[CLS] text [SEP] (pair [SEP]) as ids, with segment ids; at most max_length long."""
         for name, value in [("text", text), ("pair", pair)]:
-            if value is not None and not isinstance(value, str):
-                raise TokenizerError(f"{name} must be a string, not {type(value).__name__}")
-            if value is not None and not value.strip():
-                raise TokenizerError(f"the {name} is empty: there is nothing to encode")
+            if value is None and name == "pair":
+                continue
+            _check_text(name, value)
+        if pair is not None and self.max_length < 5:
+            raise TokenizerError(f"max_length={self.max_length} cannot hold a pair: [CLS] A "
+                                 "[SEP] B [SEP] needs at least 5 tokens")
         encoded = self._full.encode(text, pair)
         if len(encoded.ids) > self.max_length:
             if not truncation:
@@ -412,6 +434,9 @@ class BertTokenizer:
     def __call__(self, texts: list[str] | str, pairs: list[str] | None = None,
                  truncation: bool = True) -> dict[str, torch.Tensor]:
         """A padded batch: input_ids, token_type_ids, attention_mask, each (batch, length)."""
+        if not isinstance(texts, (str, list, tuple)):
+            raise TokenizerError(f"texts must be a string or a list of strings, not "
+                                 f"{type(texts).__name__}")
         texts = [texts] if isinstance(texts, str) else list(texts)
         if pairs is not None and len(pairs) != len(texts):
             raise TokenizerError(f"{len(texts)} texts but {len(pairs)} pairs")
@@ -423,8 +448,12 @@ class BertTokenizer:
                           for e in encodings], self.pad_id)
 
     def decode(self, ids: list[int], skip_special: bool = True) -> str:
-        """Ids back to text, joining ## pieces (lower-cased, accents gone: not lossless)."""
-        return self._full.decode(list(ids), skip_special_tokens=skip_special)
+        """Ids back to text, joining ## pieces (lower-cased, accents gone: not lossless).
+        skip_special leaves out [CLS], [SEP], [PAD] and the other special tokens."""
+        ids = [int(i) for i in ids]
+        if skip_special:
+            ids = [i for i in ids if i not in self.special_ids]
+        return self._full.decode(ids, skip_special_tokens=False)
 
 
 # %% [markdown]

@@ -138,7 +138,13 @@ class BertConfig:
         path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
         if not path.is_file():
             raise ConfigError(f"no config.json at {path}")
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ConfigError(f"{path} is not a JSON config ({error}); is it the config.json "
+                              "that was saved with the model?") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path} holds a JSON {type(raw).__name__}, not a config object")
         if raw.get("model_type", "bert") != "bert":
             raise ConfigError(f"{path} describes a {raw['model_type']!r} model, not BERT")
         if raw.get("position_embedding_type", "absolute") != "absolute":
@@ -638,16 +644,55 @@ SKIPPED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids",
 ENCODER_PARTS = ("embeddings.", "encoder.")  # what every checkpoint of an encoder must hold
 
 
-def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
-    """The tensors of a checkpoint folder: model.safetensors, else pytorch_model.bin."""
+def checkpoint_folder(folder: str | Path) -> Path:
+    """The folder itself, or a CheckpointError saying what was given instead."""
     folder = Path(folder)
-    if (folder / "model.safetensors").is_file():
+    if folder.is_file():
+        raise CheckpointError(f"{folder} is a file; give the folder that holds config.json "
+                              "and model.safetensors (the one save_pretrained wrote)")
+    if not folder.is_dir():
+        raise CheckpointError(f"there is no folder {folder}; give the folder that "
+                              "save_pretrained wrote (config.json, model.safetensors)")
+    return folder
+
+
+def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
+    """The tensors of a checkpoint folder: model.safetensors, else pytorch_model.bin. A
+    file that cannot be read, or that holds NaN or infinite weights, is a CheckpointError
+    naming it: a damaged download, to fetch again."""
+    folder = checkpoint_folder(folder)
+    safetensors_file, pickle_file = folder / "model.safetensors", folder / "pytorch_model.bin"
+    if safetensors_file.is_file():
         from safetensors.torch import load_file
 
-        return load_file(folder / "model.safetensors")
-    if (folder / "pytorch_model.bin").is_file():
-        return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+        state = _read(safetensors_file, load_file)
+    elif pickle_file.is_file():  # weights_only: a pickle that would run code is refused
+        state = _read(pickle_file, lambda path: torch.load(path, map_location="cpu",
+                                                           weights_only=True))
+    else:
+        raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+    broken = [key for key, t in state.items() if t.is_floating_point() and not t.isfinite().all()]
+    if broken:
+        raise CheckpointError(f"{safetensors_file if safetensors_file.is_file() else pickle_file}"
+                              f" holds NaN or infinite values in {len(broken)} tensors (first: "
+                              f"{broken[0]}); the file is damaged: save or download it again")
+    return state
+
+
+def _read(path: Path, load) -> dict[str, torch.Tensor]:
+    """load(path), with any failure turned into one message that names the file. torch's
+    own message is not passed on: it suggests weights_only=False, which lets a pickle run
+    code; a file that needs that is not a checkpoint to trust."""
+    try:
+        state = load(path)
+    except Exception as error:  # safetensors, pickle and zip each raise their own kinds
+        reason = (f": {str(error).splitlines()[0][:100]}" if path.suffix == ".safetensors"
+                  else ", or it holds more than tensors")
+        raise CheckpointError(f"{path} cannot be read ({type(error).__name__}{reason}); the "
+                              "file is truncated or damaged: save or download it again") from None
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise CheckpointError(f"{path} does not hold a dict of tensors")
+    return state
 
 
 def _model_key(key: str, expected: dict, prefix: str, has_encoder: bool) -> str | None:
@@ -708,13 +753,13 @@ def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
 
 # %%
 #| export bertlib/model.py
-from bertlib.checkpoints import load_checkpoint, read_state_dict
+from bertlib.checkpoints import checkpoint_folder, load_checkpoint, read_state_dict
 
 
 def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
     """Build this class from a checkpoint folder and load its weights (load_checkpoint says
     what may start fresh). Keywords change fields of the folder's config."""
-    config = BertConfig.from_json(folder).with_overrides(**config_overrides)
+    config = BertConfig.from_json(checkpoint_folder(folder)).with_overrides(**config_overrides)
     model = cls(config)
     load_checkpoint(model, read_state_dict(folder))
     return model.eval()

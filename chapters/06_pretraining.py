@@ -288,6 +288,7 @@ precision, evaluation, and checkpoints that resume exactly."""
 import contextlib
 import math
 import os
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -441,6 +442,22 @@ class TrainingState:
 
 # %%
 #| export bertlib/train.py
+def prepare_output_dir(folder: Path) -> None:
+    """Before any training: the folder must be writable (found out now, not at the first
+    checkpoint after the work), and the temporary files of checkpoint writes that were
+    killed mid-way are removed."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test.{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(f"cannot write in {folder} ({error.strerror}); choose a folder you "
+                          "can write to") from None
+    for stale in folder.glob("checkpoint.*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
 class Trainer:
     """Pretrain (or fine-tune) a model whose forward returns an object with `.loss`."""
 
@@ -451,6 +468,8 @@ class Trainer:
         self.device = device or torch.device("cpu")
         self.precision = resolve_precision(config.precision, self.device)
         self.output_dir = Path(output_dir) if output_dir else None
+        if self.output_dir is not None:
+            prepare_output_dir(self.output_dir)
         self.evaluate_fn, self.callbacks = evaluate, list(callbacks)
         if len(dataset) < config.batch_size:
             raise InputError(f"the dataset has {len(dataset)} examples, fewer than one batch "
@@ -478,8 +497,20 @@ class Trainer:
     def checkpoint_path(self) -> Path | None:
         return self.output_dir / "checkpoint.pt" if self.output_dir else None
 
+    def _divergence_advice(self, loss: float) -> str:
+        saved = self.checkpoint_path is not None and self.checkpoint_path.is_file()
+        where = (f"The last good checkpoint, {self.checkpoint_path}, is untouched; resume "
+                 "from it with the changes below." if saved else "No checkpoint was written.")
+        fixes = [f"lower the learning rate (now {self.config.learning_rate})",
+                 f"lengthen the warm-up (now {self.config.warmup_steps} steps)"]
+        if self.precision != "fp32":
+            fixes.append(f"train in fp32 instead of {self.precision}")
+        return f"the loss is {loss} at step {self.state.step + 1}. {where} Try: " + \
+            "; ".join(fixes) + "."
+
     def save_checkpoint(self) -> Path:
-        """Write everything needed to continue, atomically (temporary file, then rename)."""
+        """Write everything needed to continue, atomically (temporary file, then rename):
+        a write that fails or is killed leaves the previous checkpoint as it was."""
         if self.checkpoint_path is None:
             raise ConfigError("this Trainer has no output_dir to save checkpoints in")
         self.output_dir.mkdir(parents=True, exist_ok=True)
@@ -491,7 +522,15 @@ class Trainer:
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         }
         temporary = self.checkpoint_path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save(payload, temporary)
+        try:
+            torch.save(payload, temporary)
+        except (OSError, RuntimeError) as error:  # torch reports a full disk as RuntimeError
+            temporary.unlink(missing_ok=True)
+            free = shutil.disk_usage(self.output_dir).free / 2**20
+            raise CheckpointError(
+                f"could not write {self.checkpoint_path} ({str(error).splitlines()[0][:80]}); "
+                f"{free:,.0f} MiB are free there: if no space is left, free some. The previous "
+                "checkpoint is intact.") from None
         temporary.replace(self.checkpoint_path)
         return self.checkpoint_path
 
@@ -558,10 +597,7 @@ def _train_step(self) -> dict:
         tokens += int(batch["attention_mask"].sum())
     total, tokens = self._whole_batch(total, tokens)
     if not math.isfinite(total) or total > self.config.max_loss:
-        raise TrainingDiverged(
-            f"the loss is {total} at step {self.state.step + 1}. Nothing was saved after the "
-            f"last good checkpoint ({self.checkpoint_path}). Lower the learning rate "
-            f"(now {self.config.learning_rate}), lengthen the warm-up, or use fp32.")
+        raise TrainingDiverged(self._divergence_advice(total))
     self.scaler.unscale_(self.optimizer)
     grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                self.config.max_grad_norm)
@@ -673,10 +709,14 @@ def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
 
 # %%
 #| export bertlib/pretrain/__init__.py
+import json
+import sys
+
 from torch.utils.data import DataLoader
 
 from bertlib.config import BertConfig
 from bertlib.corpora import load_corpus, split_articles
+from bertlib.errors import BertlibError, CheckpointError, ConfigError
 from bertlib.masking import PretrainingCollator
 from bertlib.pretraining import (
     BertForMaskedLM,
@@ -687,7 +727,34 @@ from bertlib.pretraining import (
 from bertlib.runtime import best_device, seed_everything
 from bertlib.sentence_pairs import sentence_documents, sentence_pairs
 from bertlib.tokenizer import train_wordpiece
-from bertlib.train import Trainer, TrainingConfig, resolve_precision
+from bertlib.train import Trainer, TrainingConfig, prepare_output_dir, resolve_precision
+
+
+def check_run(output_dir: Path, run: dict, resume: bool) -> None:
+    """A new run writes what it was asked for in run.json; a resumed one must ask for the
+    same, or it would continue on other text, another model or another schedule."""
+    record = output_dir / "run.json"
+    if not resume:
+        record.write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        return
+    if not (output_dir / "checkpoint.pt").is_file():
+        raise CheckpointError(f"{output_dir} holds no checkpoint.pt to resume from; start "
+                              "the run without --resume")
+    if not record.is_file():
+        raise CheckpointError(f"{output_dir} has no run.json, so its settings cannot be "
+                              "checked; start a new run in another folder")
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    wanted = json.loads(json.dumps(run))  # the same types as the saved JSON
+    changed = {key: (saved["settings"].get(key), value)
+               for key, value in wanted["settings"].items() if saved["settings"].get(key) != value}
+    if saved.get("model") != wanted["model"]:
+        changed["model"] = (saved.get("model"), wanted["model"])
+    if changed:
+        listed = "; ".join(f"{key}: {old!r} then, {new!r} now"
+                           for key, (old, new) in changed.items())
+        raise ConfigError(f"--resume would continue the run in {output_dir} with other "
+                          f"settings ({listed}); resume with the run's own settings, or start "
+                          "a new run in another folder")
 
 
 def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
@@ -699,6 +766,11 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     (chapter 07 trains a left-to-right model this way, on exactly the same data); the
     batches carry next-sentence labels only for a model with that head.
     """
+    model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
+                                  else BertForMaskedLM)
+    output_dir = Path(output_dir)
+    prepare_output_dir(output_dir)
+    check_run(output_dir, {"settings": settings, "model": model_class.__name__}, resume)
     device = device or best_device()
     seed_everything(0)
     articles = load_corpus(settings["corpus"], settings["articles"])
@@ -713,8 +785,6 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     train_pairs, test_pairs = make_pairs(train_articles, 0), make_pairs(test_articles, 1)
     config = BertConfig.preset(settings["model"], vocab_size=tokenizer.vocab_size,
                                max_position_embeddings=settings["seq"])
-    model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
-                                  else BertForMaskedLM)
     model = model_class(config)
     next_sentence = isinstance(model, BertForPreTraining)
 
@@ -901,7 +971,12 @@ def main(argv: list[str] | None = None) -> int:
     if (args.out / "checkpoint.pt").exists() and not args.resume:
         parser.error(f"{args.out} already holds a run; pass --resume to continue it, or "
                      "choose another --out")
-    result = run_pretraining(settings, args.out, resume=args.resume, objective=args.objective)
+    try:
+        result = run_pretraining(settings, args.out, resume=args.resume,
+                                 objective=args.objective)
+    except BertlibError as error:  # a clear message is enough: no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(f"done: {result['state'].step} steps; held-out {result['evaluation']}; "
           f"baselines {result['baselines']}; model saved in {args.out / 'model'}")
     return 0

@@ -51,7 +51,6 @@ if "google.colab" in sys.modules:
 # %%
 import bz2
 import hashlib
-import json
 import re
 import tempfile
 import time
@@ -70,10 +69,10 @@ from bertlib.corpora import (
     GENSIM_INSTALL,
     WIKI_SAMPLE,
     cache_dir,
+    cached_rows,
     package_file,
     wiki_pages,
     wiki_paragraphs,
-    write_atomically,
 )
 from bertlib.errors import DataUnavailable
 from bertlib.pretrain import SIZES as PRETRAINING_SIZES
@@ -251,7 +250,6 @@ def headline_pairs(articles: list[NewsArticle], seed: int = 0) -> dict[str, list
 
 # %%
 #| export bertbook/datasets.py
-import json
 import re
 
 from bertlib.corpora import (
@@ -259,9 +257,9 @@ from bertlib.corpora import (
     GENSIM_INSTALL,
     WIKI_SAMPLE,
     cache_dir,
+    cached_rows,
     wiki_pages,
     wiki_paragraphs,
-    write_atomically,
 )
 
 _OPEN, _MID, _CLOSE = "\ue000", "\ue001", "\ue002"  # Unicode private use: never in the text
@@ -316,14 +314,15 @@ def wikipedia_links() -> list[LinkedParagraph]:
     source = package_file("gensim", WIKI_SAMPLE, GENSIM_INSTALL)
     key = f"{source.stat().st_size}:{CLEANER_VERSION}:{_LINKS_VERSION}"
     cached = cache_dir() / f"wikipedia-links-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
-    if cached.is_file():
-        return [LinkedParagraph(p["article"], p["text"], tuple(map(tuple, p["links"])))
-                for p in json.loads(cached.read_text(encoding="utf-8"))]
-    paragraphs = [_unmark(title, marked) for title, wikitext in wiki_pages(source)
-                  for marked in wiki_paragraphs(_mark_links(wikitext))]
-    paragraphs = [p for p in paragraphs if p is not None]
-    write_atomically(cached, json.dumps([p.__dict__ for p in paragraphs], ensure_ascii=False))
-    return paragraphs
+
+    def build() -> list[dict]:
+        paragraphs = [_unmark(title, marked) for title, wikitext in wiki_pages(source)
+                      for marked in wiki_paragraphs(_mark_links(wikitext))]
+        return [p.__dict__ for p in paragraphs if p is not None]
+
+    rows = cached_rows(cached, build, {"article", "text", "links"})
+    return [LinkedParagraph(p["article"], p["text"], tuple(map(tuple, p["links"])))
+            for p in rows]
 
 
 # %% [markdown]

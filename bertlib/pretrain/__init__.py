@@ -7,12 +7,15 @@
 """
 
 import argparse
+import json
+import sys
 from pathlib import Path
 
 from torch.utils.data import DataLoader
 
 from bertlib.config import BertConfig
 from bertlib.corpora import load_corpus, split_articles
+from bertlib.errors import BertlibError, CheckpointError, ConfigError
 from bertlib.masking import PretrainingCollator
 from bertlib.pretraining import (
     BertForMaskedLM,
@@ -23,9 +26,9 @@ from bertlib.pretraining import (
 from bertlib.runtime import best_device, seed_everything
 from bertlib.sentence_pairs import sentence_documents, sentence_pairs
 from bertlib.tokenizer import train_wordpiece
-from bertlib.train import Trainer, TrainingConfig, resolve_precision
+from bertlib.train import Trainer, TrainingConfig, prepare_output_dir, resolve_precision
 
-__all__ = ["SIZES", "run_pretraining", "main"]
+__all__ = ["SIZES", "check_run", "run_pretraining", "main"]
 
 
 # From chapters/06_pretraining.py, cell 4.
@@ -43,6 +46,33 @@ SIZES = {
 
 
 # From chapters/06_pretraining.py, cell 26.
+def check_run(output_dir: Path, run: dict, resume: bool) -> None:
+    """A new run writes what it was asked for in run.json; a resumed one must ask for the
+    same, or it would continue on other text, another model or another schedule."""
+    record = output_dir / "run.json"
+    if not resume:
+        record.write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        return
+    if not (output_dir / "checkpoint.pt").is_file():
+        raise CheckpointError(f"{output_dir} holds no checkpoint.pt to resume from; start "
+                              "the run without --resume")
+    if not record.is_file():
+        raise CheckpointError(f"{output_dir} has no run.json, so its settings cannot be "
+                              "checked; start a new run in another folder")
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    wanted = json.loads(json.dumps(run))  # the same types as the saved JSON
+    changed = {key: (saved["settings"].get(key), value)
+               for key, value in wanted["settings"].items() if saved["settings"].get(key) != value}
+    if saved.get("model") != wanted["model"]:
+        changed["model"] = (saved.get("model"), wanted["model"])
+    if changed:
+        listed = "; ".join(f"{key}: {old!r} then, {new!r} now"
+                           for key, (old, new) in changed.items())
+        raise ConfigError(f"--resume would continue the run in {output_dir} with other "
+                          f"settings ({listed}); resume with the run's own settings, or start "
+                          "a new run in another folder")
+
+
 def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
                     device=None, progress: bool = True, objective: str = "mlm+nsp",
                     model_class: type | None = None) -> dict:
@@ -52,6 +82,11 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     (chapter 07 trains a left-to-right model this way, on exactly the same data); the
     batches carry next-sentence labels only for a model with that head.
     """
+    model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
+                                  else BertForMaskedLM)
+    output_dir = Path(output_dir)
+    prepare_output_dir(output_dir)
+    check_run(output_dir, {"settings": settings, "model": model_class.__name__}, resume)
     device = device or best_device()
     seed_everything(0)
     articles = load_corpus(settings["corpus"], settings["articles"])
@@ -66,8 +101,6 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     train_pairs, test_pairs = make_pairs(train_articles, 0), make_pairs(test_articles, 1)
     config = BertConfig.preset(settings["model"], vocab_size=tokenizer.vocab_size,
                                max_position_embeddings=settings["seq"])
-    model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
-                                  else BertForMaskedLM)
     model = model_class(config)
     next_sentence = isinstance(model, BertForPreTraining)
 
@@ -118,7 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     if (args.out / "checkpoint.pt").exists() and not args.resume:
         parser.error(f"{args.out} already holds a run; pass --resume to continue it, or "
                      "choose another --out")
-    result = run_pretraining(settings, args.out, resume=args.resume, objective=args.objective)
+    try:
+        result = run_pretraining(settings, args.out, resume=args.resume,
+                                 objective=args.objective)
+    except BertlibError as error:  # a clear message is enough: no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(f"done: {result['state'].step} steps; held-out {result['evaluation']}; "
           f"baselines {result['baselines']}; model saved in {args.out / 'model'}")
     return 0
