@@ -33,4 +33,4 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text()
     assert "make test" in readme and "make book" in readme
     ci = (ROOT / ".ci" / "run").read_text()
-    assert re.search(r"^make test$", ci, re.M)
+    assert re.search(r"^stage \"make test\" make test$", ci, re.M)  # timed, then run

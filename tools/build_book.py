@@ -1,20 +1,26 @@
-"""Execute every chapter into _build/ and render the HTML book with Jupyter Book 1.
+"""Render the HTML book with Jupyter Book 1 from the committed notebooks (about a minute),
+or, with --execute, from a fresh run of every chapter.
 
-The committed notebooks are never touched: each chapter is read from its .py source,
-executed in a fresh kernel (at $BERT_BOOK_SIZE, else the default size of this machine)
-and written under _build/book-src/chapters/. Jupyter Book 1 (Sphinx) then renders those
-already-executed notebooks; version 2 would download its theme, which fails offline.
+By default the book shows what the committed notebooks hold: the outputs of a `cpu` run,
+the results readers should see. With --execute each chapter is read from its .py source,
+executed in a fresh kernel (at $BERT_BOOK_SIZE, else the default size of this machine) and
+written under _build/book-src/chapters/; the committed notebooks are never touched. An
+unknown size is refused before anything runs or is deleted. Jupyter Book 1 (Sphinx)
+renders offline; version 2 would download its theme, which fails offline.
 
-    python tools/build_book.py
+    python tools/build_book.py              # the committed notebooks
+    python tools/build_book.py --execute    # run every chapter first (an hour at cpu size)
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import json
 import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
@@ -24,6 +30,7 @@ from nbclient import NotebookClient
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bertbook.sizes import BookSizeError, book_size
 from tools.chapters import ROOT, book_settings, chapter_sources, read_chapter
 
 BUILD = ROOT / "_build"
@@ -44,6 +51,28 @@ def execute_chapter(chapter: Path, target: Path) -> float:
     finally:
         nbformat.write(notebook, target)  # even a failed run leaves its outputs to read
     return time.perf_counter() - started
+
+
+def last_run_minutes(chapter: Path) -> float | None:
+    """Minutes the committed notebook's run took, from the timing nbclient records per cell."""
+    cells = json.loads(chapter.with_suffix(".ipynb").read_text(encoding="utf-8"))["cells"]
+    times = [cell.get("metadata", {}).get("execution", {}) for cell in cells
+             if cell["cell_type"] == "code"]
+    starts = [t["iopub.execute_input"] for t in times if "iopub.execute_input" in t]
+    ends = [t["shell.execute_reply"] for t in times if "shell.execute_reply" in t]
+    if not starts or not ends:
+        return None
+    parse = lambda stamp: datetime.fromisoformat(stamp.replace("Z", "+00:00"))  # noqa: E731
+    return (parse(max(ends)) - parse(min(starts))).total_seconds() / 60
+
+
+def print_expected_times(chapters: list[Path]) -> None:
+    minutes = {chapter.stem: last_run_minutes(chapter) for chapter in chapters}
+    for name, value in minutes.items():
+        print(f"  {name:<22} {'unknown' if value is None else f'{value:5.1f} min'}")
+    known = [value for value in minutes.values() if value is not None]
+    print(f"  {'total':<22} {sum(known):5.1f} min at the `cpu` size on the machine that made "
+          "the committed notebooks (smoke: a few minutes; gpu: see each chapter)", flush=True)
 
 
 def write_book_config(chapters: list[Path]) -> None:
@@ -68,13 +97,10 @@ def write_book_config(chapters: list[Path]) -> None:
         shutil.copy(ROOT / "book" / page, SOURCE / page)
 
 
-def main() -> int:
-    chapters = chapter_sources()
-    size = os.environ.get("BERT_BOOK_SIZE") or "the default for this machine"
-    if SOURCE.exists():
-        shutil.rmtree(SOURCE)
-    (SOURCE / "chapters").mkdir(parents=True)
-    print(f"executing {len(chapters)} chapters at size: {size}", flush=True)
+def execute_all(chapters: list[Path]) -> int:
+    """Run every chapter into SOURCE, with progress; 0, or 1 at the first failure."""
+    print(f"executing {len(chapters)} chapters at size {book_size()!r}; their last run took:")
+    print_expected_times(chapters)
     for number, chapter in enumerate(chapters, start=1):
         print(f"[{number}/{len(chapters)}] {chapter.stem} ...", end=" ", flush=True)
         target = SOURCE / "chapters" / chapter.with_suffix(".ipynb").name
@@ -85,6 +111,31 @@ def main() -> int:
                   f"its partial output is in {target}", file=sys.stderr)
             return 1
         print(f"done in {seconds:.0f} s", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--execute", action="store_true",
+                        help="run every chapter at $BERT_BOOK_SIZE instead of rendering the "
+                             "committed notebooks")
+    args = parser.parse_args(argv)
+    chapters = chapter_sources()
+    try:
+        book_size()  # an unknown size stops here, before the last build is deleted
+    except BookSizeError as error:
+        print(f"build_book: {error}", file=sys.stderr)
+        return 2
+    if SOURCE.exists():
+        shutil.rmtree(SOURCE)
+    (SOURCE / "chapters").mkdir(parents=True)
+    if args.execute:
+        if execute_all(chapters):
+            return 1
+    else:
+        for chapter in chapters:
+            shutil.copy(chapter.with_suffix(".ipynb"), SOURCE / "chapters")
+        print(f"rendering the {len(chapters)} committed notebooks (outputs of a cpu run)")
     write_book_config(chapters)
     print("rendering the HTML book with Jupyter Book 1 ...", flush=True)
     jupyter_book = Path(sys.executable).parent / "jupyter-book"

@@ -1,0 +1,27 @@
+"""`make book`: renders the committed notebooks by default; a bad size is refused before
+anything is deleted; re-execution announces each chapter's expected time."""
+
+from tools import build_book
+from tools.chapters import ROOT, chapter_sources
+
+
+def test_a_bad_size_is_refused_and_the_last_build_kept(tmp_path, monkeypatch, capsys):
+    source = tmp_path / "book-src"
+    (source / "chapters").mkdir(parents=True)
+    kept = source / "chapters" / "00_preface.ipynb"
+    kept.write_text("the previous build")
+    monkeypatch.setattr(build_book, "SOURCE", source)
+    monkeypatch.setenv("BERT_BOOK_SIZE", "laptop")
+    for argv in ([], ["--execute"]):
+        assert build_book.main(argv) == 2
+        assert "'laptop' is not a size of this book" in capsys.readouterr().err
+        assert kept.read_text() == "the previous build"
+
+
+def test_expected_times_come_from_the_committed_run(capsys):
+    minutes = {chapter.stem: build_book.last_run_minutes(chapter)
+               for chapter in chapter_sources(ROOT)}
+    assert all(value is not None and value > 0 for value in minutes.values()), minutes
+    build_book.print_expected_times(chapter_sources(ROOT))
+    printed = capsys.readouterr().out
+    assert "07_fine_tuning" in printed and "total" in printed
