@@ -66,3 +66,24 @@ def test_switch_off_dropout_reaches_attention_too():
     rates += [m.dropout for m in model.modules() if isinstance(getattr(m, "dropout", None),
                                                                float)]
     assert rates and all(rate == 0.0 for rate in rates)
+
+
+@pytest.mark.parametrize("gpus, backend, device", [(1, "gloo", "cpu"), (2, "nccl", "cuda:1")])
+def test_nccl_only_when_every_local_rank_has_a_gpu(monkeypatch, gpus, backend, device):
+    """Two processes on a one-GPU runtime (Colab) must talk over gloo: NCCL would send
+    rank 1 to cuda:1, which does not exist. Simulated: CUDA present, `gpus` devices."""
+    from bertlib import distributed
+
+    chosen = {}
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    monkeypatch.setattr(distributed.dist, "init_process_group",
+                        lambda backend, **options: chosen.update(backend=backend))
+    monkeypatch.setattr(distributed.dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(distributed.dist, "get_world_size", lambda: 2)
+    rank, world, where = distributed.start_process_group()
+    assert (rank, world, chosen["backend"], str(where)) == (1, 2, backend, device)

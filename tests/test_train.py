@@ -136,3 +136,47 @@ def test_auto_precision_follows_the_gpus_compute_capability(monkeypatch, capabil
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
     assert resolve_precision("auto", torch.device("cuda")) == expected
+
+
+def test_resume_reads_the_checkpoint_onto_the_cpu_first(data, tmp_path, monkeypatch):
+    """On a GPU, loading with map_location=cuda put the saved CUDA RNG states on the GPU,
+    and set_rng_state_all refused them. Simulated: CUDA 'present' with CPU byte tensors as
+    its RNG states, and a trainer whose device is not the CPU (meta, which holds no data:
+    anything loaded straight onto it could not be copied into the model)."""
+    states = [torch.zeros(16, dtype=torch.uint8)]
+    restored = []
+
+    def set_states(new_states):
+        if not all(s.device.type == "cpu" and s.dtype == torch.uint8 for s in new_states):
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        restored.extend(new_states)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: states)
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", set_states)
+    _trainer(data, tmp_path, steps=4).train()
+    resumed = _trainer(data, tmp_path, steps=4)
+    resumed.device = torch.device("meta")
+    resumed.load_checkpoint()
+    assert resumed.state.step == 4 and len(restored) == 1
+
+
+def test_a_checkpoint_resumed_in_another_precision_is_refused(data, tmp_path):
+    _trainer(data, tmp_path, steps=4).train()
+    with pytest.raises(CheckpointError, match="trained in fp32, this run resolves to bf16"):
+        _trainer(data, tmp_path, steps=4, precision="bf16").train(resume=True)
+
+
+def test_a_step_the_scaler_skips_does_not_advance_the_schedule(data, tmp_path):
+    """fp16 skips the optimizer step when a gradient overflows; the learning-rate schedule
+    must wait too, or it runs ahead of the updates. Simulated on the CPU: an enabled
+    scaler and a gradient made infinite by a hook."""
+    trainer = _trainer(data, None, steps=4)
+    trainer.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8)
+    weight = trainer.model.bert.embeddings.word_embeddings.weight
+    handle = weight.register_hook(lambda grad: torch.full_like(grad, float("inf")))
+    trainer._train_step()
+    assert trainer.scheduler.last_epoch == 0 and trainer.scaler.get_scale() < 2.0**8
+    handle.remove()
+    trainer._train_step()
+    assert trainer.scheduler.last_epoch == 1

@@ -26,12 +26,14 @@ __all__ = ["start_process_group", "DataParallelTrainer", "switch_off_dropout"]
 
 # From chapters/09_scaling_up.py, cell 50.
 def start_process_group() -> tuple[int, int, torch.device]:
-    """(rank, world size, device) of this process. Under torchrun, join the process group
-    (NCCL on GPUs, gloo on CPUs) and take the GPU numbered LOCAL_RANK; otherwise (1 process)
-    (0, 1, the best device)."""
+    """(rank, world size, device) of this process. Under torchrun, join the process group:
+    NCCL with the GPU numbered LOCAL_RANK when every process on this machine has a GPU of
+    its own, else gloo on the CPU (two processes on a one-GPU runtime share nothing, and
+    rank 1 would ask for a cuda:1 that is not there). One process: (0, 1, the best device)."""
     if "WORLD_SIZE" not in os.environ or int(os.environ["WORLD_SIZE"]) == 1:
         return 0, 1, best_device()
-    if torch.cuda.is_available():
+    local_processes = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"]))
+    if torch.cuda.is_available() and torch.cuda.device_count() >= local_processes:
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
         dist.init_process_group("nccl", device_id=device)
