@@ -5,6 +5,7 @@ timings and peak memory, one training step as a closure, FLOPs per token and mod
 utilisation against datasheet peaks, and the paper's compute budget."""
 
 import ctypes
+import re
 import statistics
 import sys
 import time
@@ -143,13 +144,15 @@ DATASHEET_TFLOPS = {  # dense bf16 / fp16 tensor-core peaks from NVIDIA's datash
 
 
 def datasheet_peak_flops(device: torch.device) -> float | None:
-    """The half-precision peak of a known NVIDIA GPU, in FLOP/s; None if unknown."""
+    """The half-precision peak of a known NVIDIA GPU, in FLOP/s; None if unknown. Names
+    match as whole words, the longest first: "L4" is not "L40S", "H100 PCIe" not "H100"."""
     if device.type != "cuda":
         return None
-    name = torch.cuda.get_device_name(device)
-    for key, tflops in DATASHEET_TFLOPS.items():
-        if key in name:
-            return tflops * 1e12
+    words = re.findall(r"[A-Za-z0-9]+", torch.cuda.get_device_name(device))
+    for key in sorted(DATASHEET_TFLOPS, key=lambda key: -len(key.split())):
+        wanted = key.split()
+        if any(words[i:i + len(wanted)] == wanted for i in range(len(words))):
+            return DATASHEET_TFLOPS[key] * 1e12
     return None
 
 

@@ -314,11 +314,13 @@ def wikitext103(split: str = "train", max_articles: int | None = None) -> list[A
 
 
 def articles_from_wikitext_lines(lines, max_articles: int | None = None) -> list[Article]:
-    """Group WikiText's lines into articles: ' = Title = ' opens one, ' = = ' are sections."""
+    """Group WikiText's lines into articles: ' = Title = ' opens one, ' = = ' are sections.
+    WikiText's tokenisation marks are undone: '1 @,@ 000' is '1,000', 'well @-@ known'
+    'well-known'."""
     articles: list[Article] = []
     title, paragraphs = None, []
     for line in lines:
-        stripped = line.strip()
+        stripped = re.sub(r" @([-,.])@ ", r"\1", line.strip())
         is_title = re.fullmatch(r"= [^=].* =", stripped) is not None
         if is_title:
             if title is not None and paragraphs:

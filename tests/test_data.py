@@ -90,6 +90,12 @@ def test_wikitext_lines_group_into_articles():
     assert len(corpora.articles_from_wikitext_lines(lines, max_articles=1)) == 1
 
 
+def test_wikitext_tokenisation_marks_are_undone():
+    lines = [" = Tower = \n", " It is 1 @,@ 250 ft tall , a well @-@ known 3 @.@ 5 km walk . \n"]
+    (article,) = corpora.articles_from_wikitext_lines(lines)
+    assert article.paragraphs == ("It is 1,250 ft tall , a well-known 3.5 km walk .",)
+
+
 def test_split_is_by_article_and_seeded(articles):
     train, held_out = corpora.split_articles(articles, held_out=0.1, seed=0)
     assert len(held_out) == 11 and len(train) == 95
@@ -172,7 +178,8 @@ def test_glue_rows_become_examples():
 
 def test_conll_rows_become_tagged_words():
     rows = [{"tokens": ["EU", "rejects", "German", "call"], "ner_tags": [3, 0, 7, 0]},
-            {"tokens": [], "ner_tags": []}]  # the hub keeps the document separators
+            {"tokens": [], "ner_tags": []},  # the hub keeps the sentence separators
+            {"tokens": ["-DOCSTART-"], "ner_tags": [0]}]  # and the document markers
     (words,) = datasets.conll_words(rows)
     assert words == task_data.TaggedWords(("EU", "rejects", "German", "call"), (3, 0, 7, 0))
     assert [datasets.CONLL_TAGS[t] for t in words.tags] == ["B-ORG", "O", "B-MISC", "O"]

@@ -5,7 +5,12 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from bertbook.measure import PretrainingBudget, interleaved_timings, training_flops_per_token
+from bertbook.measure import (
+    PretrainingBudget,
+    datasheet_peak_flops,
+    interleaved_timings,
+    training_flops_per_token,
+)
 from bertlib.config import BertConfig
 from bertlib.errors import InputError
 from bertlib.model import BertModel
@@ -108,3 +113,13 @@ def test_a_wrong_attention_mask_shape_says_what_is_expected():
         model(ids, torch.ones(2, 6, 5))
     with pytest.raises(InputError, match="position_ids"):
         model(ids, position_ids=torch.zeros(2, 5, dtype=torch.long))
+
+
+@pytest.mark.parametrize("name, tflops", [
+    ("NVIDIA L4", 121.0), ("NVIDIA L40S", None), ("Tesla T4", 65.0),
+    ("NVIDIA A100-SXM4-80GB", 312.0), ("NVIDIA H100 PCIe", 756.0),
+    ("NVIDIA H100 80GB HBM3", 989.0), ("NVIDIA GeForce RTX 4090", None)])
+def test_datasheet_peaks_match_whole_names(monkeypatch, name, tflops):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
+    peak = datasheet_peak_flops(torch.device("cuda"))
+    assert peak == (None if tflops is None else tflops * 1e12)
