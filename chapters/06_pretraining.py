@@ -520,6 +520,7 @@ class Trainer:
             "collator": self.collator.state_dict(), "state": asdict(self.state),
             "torch_rng": torch.get_rng_state(), "config": asdict(self.config),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            "precision": self.precision,
         }
         temporary = self.checkpoint_path.with_suffix(f".{os.getpid()}.tmp")
         try:
@@ -539,12 +540,19 @@ class Trainer:
         if self.checkpoint_path is None or not self.checkpoint_path.is_file():
             raise CheckpointError(f"no checkpoint to resume from at {self.checkpoint_path}; "
                                   "start without resume first")
-        payload = torch.load(self.checkpoint_path, map_location=self.device,
+        # Everything onto the CPU first: the RNG states must stay CPU tensors (set_rng_state
+        # refuses others), and load_state_dict moves the rest to where the model lives.
+        payload = torch.load(self.checkpoint_path, map_location="cpu",
                              weights_only=False)  # our own file: it holds Python RNG states
         if payload["config"]["steps"] != self.config.steps:
             raise CheckpointError(f"the checkpoint was made for {payload['config']['steps']} "
                                   f"steps, this run asks for {self.config.steps}; the "
                                   "schedule would differ")
+        saved_precision = payload.get("precision", self.precision)
+        if saved_precision != self.precision:  # fp16's loss scale has no meaning in bf16
+            raise CheckpointError(f"the checkpoint was trained in {saved_precision}, this run "
+                                  f"resolves to {self.precision}; resume with "
+                                  f"precision={saved_precision!r}")
         self.model.load_state_dict(payload["model"])
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
@@ -553,7 +561,7 @@ class Trainer:
         self.state = TrainingState(**payload["state"])
         torch.set_rng_state(payload["torch_rng"].cpu())
         if payload["cuda_rng"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(payload["cuda_rng"])
+            torch.cuda.set_rng_state_all([state.cpu() for state in payload["cuda_rng"]])
 
 
 # %% [markdown]
@@ -601,10 +609,12 @@ def _train_step(self) -> dict:
     self.scaler.unscale_(self.optimizer)
     grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                self.config.max_grad_norm)
+    scale = self.scaler.get_scale() if self.scaler.is_enabled() else None
     self.scaler.step(self.optimizer)
     self.scaler.update()
     self.optimizer.zero_grad(set_to_none=True)
-    self.scheduler.step()
+    if scale is None or self.scaler.get_scale() >= scale:  # a skipped step lowers the scale
+        self.scheduler.step()
     self.state.step += 1
     return {"step": self.state.step, "loss": total, "grad_norm": float(grad_norm),
             "lr": self.scheduler.get_last_lr()[0], "tokens": tokens}

@@ -1416,9 +1416,10 @@ def glue_task(task: str) -> dict[str, list[TextExample]]:
 
 def conll_words(rows) -> list[TaggedWords]:
     """CoNLL-2003 rows ('tokens', and 'ner_tags' numbered as CONLL_TAGS) as TaggedWords.
-    The tokens become the words: they hold no spaces."""
+    The tokens become the words: they hold no spaces. The -DOCSTART- rows that mark where
+    a document begins are not sentences, and are left out."""
     return [TaggedWords(tuple(row["tokens"]), tuple(int(t) for t in row["ner_tags"]))
-            for row in rows if row["tokens"]]
+            for row in rows if row["tokens"] and row["tokens"][0] != "-DOCSTART-"]
 
 
 def conll2003() -> dict[str, list[TaggedWords]]:
