@@ -242,11 +242,11 @@ class FineTuningRecipe:
 def _check_labels(model: nn.Module, features: list[dict]) -> None:
     """Labels must name one of the model's labels: checked once here, where the data
     enters, instead of inside every step (where reading them would stall a GPU)."""
-    limit = getattr(model.config, "num_labels", None)
+    limit = model.config.num_labels
     labels = [f["labels"] for f in features if "labels" in f]
     flat = [x for item in labels for x in (item if isinstance(item, list) else [item])]
     wrong = sorted({x for x in flat if x != IGNORE_INDEX and not 0 <= x < limit})
-    if limit is not None and wrong:
+    if wrong:
         raise InputError(f"labels must lie in 0..{limit - 1} (or be {IGNORE_INDEX} to skip a "
                          f"position); found {wrong[:5]}. Does the model's num_labels match "
                          "the task?")
