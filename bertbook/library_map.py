@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 
-__all__ = ["MapRow", "library_map", "library_table"]
+__all__ = ["MapRow", "PROVENANCE_PREFIX", "provenance_line", "library_map", "library_table"]
 
-PROVENANCE = re.compile(r"^\s*# From (chapters/[\w.]+), cell \d+\.$")
+PROVENANCE_PREFIX = "# From "  # the exporter writes provenance_line(); this map reads it
+PROVENANCE = re.compile(rf"^\s*{PROVENANCE_PREFIX}(chapters/[\w.]+), cell \d+\.$")
 HAND_WRITTEN = "written by hand"
 
 
@@ -24,6 +25,11 @@ class MapRow:
     name: str
     module: str
     chapter: str  # "chapters/NN_name.py", or "written by hand"
+
+
+def provenance_line(chapter: str, cell: int) -> str:
+    """The line `make export` writes before each exported cell: where the code comes from."""
+    return f"{PROVENANCE_PREFIX}{chapter}, cell {cell}."
 
 
 def _package_dir(package: str) -> Path:

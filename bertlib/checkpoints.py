@@ -54,17 +54,18 @@ def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
     if safetensors_file.is_file():
         from safetensors.torch import load_file
 
-        state = _read(safetensors_file, load_file)
+        source, load = safetensors_file, load_file
     elif pickle_file.is_file():  # weights_only: a pickle that would run code is refused
-        state = _read(pickle_file, lambda path: torch.load(path, map_location="cpu",
-                                                           weights_only=True))
+        source, load = pickle_file, lambda path: torch.load(path, map_location="cpu",
+                                                            weights_only=True)
     else:
         raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+    state = _read(source, load)
     broken = [key for key, t in state.items() if t.is_floating_point() and not t.isfinite().all()]
     if broken:
-        raise CheckpointError(f"{safetensors_file if safetensors_file.is_file() else pickle_file}"
-                              f" holds NaN or infinite values in {len(broken)} tensors (first: "
-                              f"{broken[0]}); the file is damaged: save or download it again")
+        raise CheckpointError(f"{source} holds NaN or infinite values in {len(broken)} tensors "
+                              f"(first: {broken[0]}); the file is damaged: save or download it "
+                              "again")
     return state
 
 

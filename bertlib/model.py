@@ -17,7 +17,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from bertlib.attention import BertSelfAttention, key_padding_mask
-from bertlib.checkpoints import checkpoint_folder, load_checkpoint, read_state_dict
+from bertlib.checkpoints import load_checkpoint, read_state_dict
 from bertlib.config import BertConfig
 from bertlib.errors import ConfigError, InputError
 
@@ -239,9 +239,9 @@ class BertPreTrainedModel(nn.Module):
     def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
         """Build this class from a checkpoint folder and load its weights (load_checkpoint says
         what may start fresh). Keywords change fields of the folder's config."""
-        config = BertConfig.from_json(checkpoint_folder(folder)).with_overrides(**config_overrides)
-        model = cls(config)
-        load_checkpoint(model, read_state_dict(folder))
+        state = read_state_dict(folder)  # first: it says what is wrong with the folder itself
+        model = cls(BertConfig.from_json(folder).with_overrides(**config_overrides))
+        load_checkpoint(model, state)
         return model.eval()
 
     def save_pretrained(self, folder: str | Path) -> Path:

@@ -153,19 +153,26 @@ def write_atomically(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
+def _read_rows(path: Path, fields: set[str]) -> tuple[list[dict] | None, str]:
+    """(the rows, "") when the file holds rows with exactly `fields`, else (None, what is
+    wrong with it)."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return None, f"cannot be read ({type(error).__name__})"
+    if isinstance(rows, list) and rows and all(
+            isinstance(row, dict) and set(row) == fields for row in rows):
+        return rows, ""
+    return None, "holds no rows of the expected shape"
+
+
 def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -> list[dict]:
     """The rows (dicts with exactly `fields`) kept as JSON at `path`, or build() written
     there first. A file that cannot be read, is not JSON, is empty or has rows of another
     shape (a disk filled mid-write, a hand edit) is named in a warning and rebuilt."""
     if path.is_file():
-        try:
-            rows = json.loads(path.read_text(encoding="utf-8"))
-            problem = "" if (isinstance(rows, list) and rows and all(
-                isinstance(row, dict) and set(row) == fields for row in rows)) else \
-                "holds no rows of the expected shape"
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            problem = f"cannot be read ({type(error).__name__})"
-        if not problem:
+        rows, problem = _read_rows(path, fields)
+        if rows is not None:
             return rows
         warnings.warn(f"the cache file {path} {problem}; rebuilding it", stacklevel=2)
     rows = build()

@@ -665,17 +665,18 @@ def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
     if safetensors_file.is_file():
         from safetensors.torch import load_file
 
-        state = _read(safetensors_file, load_file)
+        source, load = safetensors_file, load_file
     elif pickle_file.is_file():  # weights_only: a pickle that would run code is refused
-        state = _read(pickle_file, lambda path: torch.load(path, map_location="cpu",
-                                                           weights_only=True))
+        source, load = pickle_file, lambda path: torch.load(path, map_location="cpu",
+                                                            weights_only=True)
     else:
         raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+    state = _read(source, load)
     broken = [key for key, t in state.items() if t.is_floating_point() and not t.isfinite().all()]
     if broken:
-        raise CheckpointError(f"{safetensors_file if safetensors_file.is_file() else pickle_file}"
-                              f" holds NaN or infinite values in {len(broken)} tensors (first: "
-                              f"{broken[0]}); the file is damaged: save or download it again")
+        raise CheckpointError(f"{source} holds NaN or infinite values in {len(broken)} tensors "
+                              f"(first: {broken[0]}); the file is damaged: save or download it "
+                              "again")
     return state
 
 
@@ -753,15 +754,15 @@ def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
 
 # %%
 #| export bertlib/model.py
-from bertlib.checkpoints import checkpoint_folder, load_checkpoint, read_state_dict
+from bertlib.checkpoints import load_checkpoint, read_state_dict
 
 
 def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
     """Build this class from a checkpoint folder and load its weights (load_checkpoint says
     what may start fresh). Keywords change fields of the folder's config."""
-    config = BertConfig.from_json(checkpoint_folder(folder)).with_overrides(**config_overrides)
-    model = cls(config)
-    load_checkpoint(model, read_state_dict(folder))
+    state = read_state_dict(folder)  # first: it says what is wrong with the folder itself
+    model = cls(BertConfig.from_json(folder).with_overrides(**config_overrides))
+    load_checkpoint(model, state)
     return model.eval()
 
 

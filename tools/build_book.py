@@ -62,8 +62,12 @@ def last_run_minutes(chapter: Path) -> float | None:
     ends = [t["shell.execute_reply"] for t in times if "shell.execute_reply" in t]
     if not starts or not ends:
         return None
-    parse = lambda stamp: datetime.fromisoformat(stamp.replace("Z", "+00:00"))  # noqa: E731
-    return (parse(max(ends)) - parse(min(starts))).total_seconds() / 60
+    return (_moment(max(ends)) - _moment(min(starts))).total_seconds() / 60
+
+
+def _moment(stamp: str) -> datetime:
+    """A Jupyter timestamp ('2026-12-02T15:56:25.120072Z') as a datetime."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def print_expected_times(chapters: list[Path]) -> None:
