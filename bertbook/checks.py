@@ -8,6 +8,8 @@ the first wrong answer, says which input, what came back, what was expected and 
 from __future__ import annotations
 
 import math
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,9 +56,26 @@ class Case:
 
 
 def _same(got: Any, expected: Any) -> bool:
-    if isinstance(expected, float):
-        return isinstance(got, (int, float)) and math.isclose(got, expected, abs_tol=1e-6)
+    """Equal in value *and* in type, all the way down.
+
+    Comparing values alone lets a subclass whose `__eq__` always answers True pass every
+    check; requiring the exact built-in type at every level closes that door. An int is
+    accepted where a float is expected (2 for 2.0).
+    """
+    if type(expected) is float:
+        return type(got) in (int, float) and math.isclose(got, expected, abs_tol=1e-6)
+    if type(got) is not type(expected):
+        return False
+    if type(expected) in (list, tuple):
+        return len(got) == len(expected) and all(map(_same, got, expected))
     return got == expected
+
+
+def _shown(got: Any, expected: Any) -> str:
+    """How a wrong answer is described: its value, and its type when the values look alike."""
+    if repr(got) == repr(expected) or type(got) is not type(expected):
+        return f"{got!r} (of type {type(got).__name__}, not {type(expected).__name__})"
+    return repr(got)
 
 
 def _call(function: Callable[..., Any], case: Case, name: str = "") -> Any:
@@ -69,8 +88,10 @@ def _call(function: Callable[..., Any], case: Case, name: str = "") -> Any:
         ) from error
 
 
-def check_cases(function: Callable[..., Any], cases: list[Case], name: str = "") -> str:
-    """Run every case; raise CheckFailed at the first wrong one, else return a summary.
+def check_cases(function: Callable[..., Any], cases: list[Case], name: str = "") -> None:
+    """Run every case; raise CheckFailed at the first wrong one, else print a summary.
+
+    It prints rather than returns, so a check on a cell's last line shows its verdict once.
 
     name: the student's function, when `function` is a wrapper around it.
     """
@@ -88,18 +109,16 @@ def check_cases(function: Callable[..., Any], cases: list[Case], name: str = "")
                               f"{case.raises.__name__}. Hint: {case.hint}")
         got = _call(function, case, name)
         if not _same(got, case.expected):
-            raise CheckFailed(f"case {number}: {call} returned {got!r}; expected "
-                              f"{case.expected!r}. Hint: {case.hint}")
-    summary = f"✓ {name}: all {len(cases)} checks passed"
-    print(summary)
-    return summary
+            raise CheckFailed(f"case {number}: {call} returned {_shown(got, case.expected)}; "
+                              f"expected {case.expected!r}. Hint: {case.hint}")
+    print(f"✓ {name}: all {len(cases)} checks passed")
 
 
 # ---- chapter 00 -------------------------------------------------------------------
 
-def check_top_words(top_words: Callable[[list[str], int], list[tuple[str, int]]]) -> str:
+def check_top_words(top_words: Callable[[list[str], int], list[tuple[str, int]]]) -> None:
     """Exercise 00.1: the n most frequent lower-cased words, most frequent first."""
-    return check_cases(top_words, [
+    check_cases(top_words, [
         Case((["the cat", "the dog"], 1), [("the", 2)],
              "count words over all documents together, not per document"),
         Case((["The cat", "the CAT sat"], 2), [("the", 2), ("cat", 2)],
@@ -111,9 +130,9 @@ def check_top_words(top_words: Callable[[list[str], int], list[tuple[str, int]]]
     ])
 
 
-def check_size_rule(size_for: Callable[[bool, str | None], str]) -> str:
+def check_size_rule(size_for: Callable[[bool, str | None], str]) -> None:
     """Exercise 00.2: the book's rule for choosing a size."""
-    return check_cases(size_for, [
+    check_cases(size_for, [
         Case((False, None), "cpu", "no GPU and nothing requested: the laptop size"),
         Case((True, None), "gpu", "a CUDA GPU and nothing requested: the GPU size"),
         Case((True, "smoke"), "smoke", "a requested size wins over the hardware"),
@@ -127,9 +146,9 @@ def check_size_rule(size_for: Callable[[bool, str | None], str]) -> str:
 
 def check_unigram_accuracy(
     unigram_accuracy: Callable[[list[int], list[int]], float],
-) -> str:
+) -> None:
     """Exercise 01.1: accuracy of always guessing the most frequent training token."""
-    return check_cases(unigram_accuracy, [
+    check_cases(unigram_accuracy, [
         Case(([5, 5, 7], [5, 7, 7, 7]), 0.25,
              "the guess comes from the training ids; the accuracy is measured on the test ids"),
         Case(([1, 2, 2, 2], [2, 2]), 1.0, "the most frequent training id here is 2"),
@@ -139,9 +158,9 @@ def check_unigram_accuracy(
     ])
 
 
-def check_reading_offsets(offsets_for: Callable[[str, int], tuple[int, ...]]) -> str:
+def check_reading_offsets(offsets_for: Callable[[str, int], tuple[int, ...]]) -> None:
     """Exercise 01.2: which relative positions a one-way or two-way reader sees."""
-    return check_cases(offsets_for, [
+    check_cases(offsets_for, [
         Case(("left", 3), (-3, -2, -1), "left means negative offsets, nearest word last"),
         Case(("right", 2), (1, 2), "right context starts at +1; offset 0 is the hidden word"),
         Case(("both", 4), (-2, -1, 1, 2), "'both' splits the width evenly and skips offset 0"),
@@ -154,9 +173,9 @@ def check_reading_offsets(offsets_for: Callable[[str, int], tuple[int, ...]]) ->
 
 # ---- chapter 02 -------------------------------------------------------------------
 
-def check_pieces_to_words(pieces_to_words: Callable[[list[str]], list[str]]) -> str:
+def check_pieces_to_words(pieces_to_words: Callable[[list[str]], list[str]]) -> None:
     """Exercise 02.1: WordPiece tokens joined back into words."""
-    return check_cases(pieces_to_words, [
+    check_cases(pieces_to_words, [
         Case((["un", "##aff", "##able", "!"],), ["unaffable", "!"],
              "a ## piece continues the word before it; drop the ## when joining"),
         Case((["the", "bank"],), ["the", "bank"], "pieces without ## are whole words"),
@@ -166,9 +185,9 @@ def check_pieces_to_words(pieces_to_words: Callable[[list[str]], list[str]]) -> 
     ])
 
 
-def check_segment_ids(segment_ids: Callable[[int, int | None], list[int]]) -> str:
+def check_segment_ids(segment_ids: Callable[[int, int | None], list[int]]) -> None:
     """Exercise 02.2: segment ids of [CLS] A [SEP] (B [SEP])."""
-    return check_cases(segment_ids, [
+    check_cases(segment_ids, [
         Case((2, None), [0, 0, 0, 0], "a single text: [CLS] a a [SEP], all segment 0"),
         Case((1, 2), [0, 0, 0, 1, 1, 1],
              "[CLS] and the first [SEP] belong to segment 0; B and the last [SEP] to 1"),
@@ -178,7 +197,7 @@ def check_segment_ids(segment_ids: Callable[[int, int | None], list[int]]) -> st
 
 # ---- chapter 03 -------------------------------------------------------------------
 
-def check_causal_mask(causal_mask: Callable[[int], Any]) -> str:
+def check_causal_mask(causal_mask: Callable[[int], Any]) -> None:
     """Exercise 03.1: lower-triangular boolean mask, True where attending is allowed."""
     import torch
 
@@ -196,15 +215,15 @@ def check_causal_mask(causal_mask: Callable[[int], Any]) -> str:
     def allowed_pairs(seq: int) -> int:
         return int(causal_mask(seq).sum())
 
-    return check_cases(allowed_pairs, [
+    check_cases(allowed_pairs, [
         Case((1,), 1, "a single position may attend to itself"),
         Case((5,), 15, "a 5x5 causal mask allows 5+4+3+2+1 = 15 pairs"),
     ], name="causal_mask")
 
 
-def check_attention_flops(attention_flops: Callable[[int, int], int]) -> str:
+def check_attention_flops(attention_flops: Callable[[int, int], int]) -> None:
     """Exercise 03.2: FLOPs of QKᵀ and weights·V for one sequence."""
-    return check_cases(attention_flops, [
+    check_cases(attention_flops, [
         Case((1, 1), 4, "two products, each one multiply-add (2 FLOPs) for seq=hidden=1"),
         Case((2, 1), 16, "QKᵀ is (seq×hidden)·(hidden×seq): seq·seq·hidden multiply-adds"),
         Case((4, 8), 512, "2 products × 2 FLOPs per multiply-add × seq² × hidden"),
@@ -213,7 +232,7 @@ def check_attention_flops(attention_flops: Callable[[int, int], int]) -> str:
 
 # ---- chapter 04 -------------------------------------------------------------------
 
-def check_layer_norm(layer_norm: Callable[..., Any]) -> str:
+def check_layer_norm(layer_norm: Callable[..., Any]) -> None:
     """Exercise 04.1: LayerNorm over the last dimension, by hand."""
     import torch
 
@@ -223,7 +242,7 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> str:
         out = layer_norm(torch.tensor([values]), weight, bias, 1e-12)
         return [round(v, 4) for v in out[0].tolist()]
 
-    return check_cases(normalised, [
+    check_cases(normalised, [
         Case(([1.0, 3.0],), [-1.0, 1.0],
              "subtract the mean (2) and divide by the standard deviation (1, not √2: "
              "LayerNorm uses the biased variance, unbiased=False)"),
@@ -233,7 +252,7 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> str:
     ], name="layer_norm")
 
 
-def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> str:
+def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> None:
     """Exercise 04.2: the fraction of parameters in the feed-forward blocks."""
     from bertlib.config import BertConfig
 
@@ -244,7 +263,7 @@ def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> str:
                 intermediate_size=4, max_position_embeddings=4, type_vocab_size=2)
     # by hand: embeddings (10+4+2)*2 + 4 = 36; layer: attention 4*(4+2) = 24, feed-forward
     # (2*4+4) + (4*2+2) = 22, LayerNorms 8, so 54; pooler 4 + 2 = 6; total 96
-    return check_cases(share_of, [
+    check_cases(share_of, [
         Case((), round(22 / 96, 6), "feed-forward = (hidden*intermediate + intermediate) + "
              "(intermediate*hidden + hidden) per layer; divide by the whole model's count, "
              "pooler included", kwargs=tiny),
@@ -255,9 +274,9 @@ def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> str:
 
 # ---- chapter 05 -------------------------------------------------------------------
 
-def check_expected_coverage(expected_coverage: Callable[[int, float], float]) -> str:
+def check_expected_coverage(expected_coverage: Callable[[int, float], float]) -> None:
     """Exercise 05.1: 1 - (1 - p)^epochs."""
-    return check_cases(expected_coverage, [
+    check_cases(expected_coverage, [
         Case((1, 0.15), 0.15, "after one epoch, exactly the tokens chosen once: p"),
         Case((0, 0.15), 0.0, "after no epochs nothing has been predicted"),
         Case((2, 0.5), 0.75, "a token escapes both epochs with probability (1-p)^2 = 0.25"),
@@ -265,10 +284,10 @@ def check_expected_coverage(expected_coverage: Callable[[int, float], float]) ->
     ])
 
 
-def check_span_continuation(span_continuation: Callable[[int, int], list[bool]]) -> str:
+def check_span_continuation(span_continuation: Callable[[int, int], list[bool]]) -> None:
     """Exercise 05.2: continuation flags that glue positions into spans."""
     f, t = False, True
-    return check_cases(span_continuation, [
+    check_cases(span_continuation, [
         Case((7, 3), [f, t, t, f, t, t, f],
              "each span starts with False and continues with True; the last may be short"),
         Case((2, 1), [f, f], "spans of one token: nothing is glued"),
@@ -280,9 +299,9 @@ def check_span_continuation(span_continuation: Callable[[int, int], list[bool]])
 
 # ---- chapter 06 -------------------------------------------------------------------
 
-def check_cosine_lr_at(cosine_lr_at: Callable[[int, float, int, int], float]) -> str:
+def check_cosine_lr_at(cosine_lr_at: Callable[[int, float, int, int], float]) -> None:
     """Exercise 06.1: linear warm-up, then a half-cosine decay."""
-    return check_cases(cosine_lr_at, [
+    check_cases(cosine_lr_at, [
         Case((0, 1e-3, 10, 110), 0.0, "the warm-up starts from zero"),
         Case((5, 1e-3, 10, 110), 5e-4, "halfway through the warm-up: half the peak"),
         Case((10, 1e-3, 10, 110), 1e-3, "the end of the warm-up is the peak"),
@@ -294,9 +313,9 @@ def check_cosine_lr_at(cosine_lr_at: Callable[[int, float, int, int], float]) ->
     ])
 
 
-def check_decays(decays: Callable[[str], bool]) -> str:
+def check_decays(decays: Callable[[str], bool]) -> None:
     """Exercise 06.2: weight decay on weight matrices only."""
-    return check_cases(decays, [
+    check_cases(decays, [
         Case(("bert.encoder.layer.0.attention.self.query.weight",), True,
              "weight matrices are decayed"),
         Case(("bert.encoder.layer.0.attention.self.query.bias",), False, "biases are not"),
@@ -309,9 +328,9 @@ def check_decays(decays: Callable[[str], bool]) -> str:
 
 # ---- chapter 07 -------------------------------------------------------------------
 
-def check_macro_f1(macro_f1: Callable[[list[int], list[int], int], float]) -> str:
+def check_macro_f1(macro_f1: Callable[[list[int], list[int], int], float]) -> None:
     """Exercise 07.1: per-label F1, averaged with equal weight."""
-    return check_cases(macro_f1, [
+    check_cases(macro_f1, [
         Case(([0, 1, 1], [0, 1, 1], 2), 1.0, "all right: every label's F1 is 1"),
         Case(([1, 1, 1, 1], [0, 1, 1, 1], 2), 3 / 7,
              "label 0 is never predicted, so its F1 is 0; label 1: precision 3/4, recall 1, "
@@ -326,7 +345,7 @@ def check_macro_f1(macro_f1: Callable[[list[int], list[int], int], float]) -> st
 
 
 def check_stratified_sample(stratified_sample: Callable[[list[int], float, int], list[int]]
-                            ) -> str:
+                            ) -> None:
     """Exercise 07.2: a sample that keeps each label's share."""
     labels = [0] * 30 + [1] * 70
 
@@ -335,7 +354,7 @@ def check_stratified_sample(stratified_sample: Callable[[list[int], float, int],
         zeros = sum(labels[i] == 0 for i in chosen)
         return zeros, len(chosen) - zeros, chosen == sorted(set(chosen))
 
-    return check_cases(summary, [
+    check_cases(summary, [
         Case((0.1,), (3, 7, True), "10% of 30 zeros is 3 and of 70 ones is 7; return the "
                                    "indices sorted, each once"),
         Case((0.5,), (15, 35, True), "half of each label"),
@@ -347,9 +366,9 @@ def check_stratified_sample(stratified_sample: Callable[[list[int], float, int],
 
 # ---- chapter 09 -------------------------------------------------------------------
 
-def check_padding_share(padding_share: Callable[[list[int], int], float]) -> str:
+def check_padding_share(padding_share: Callable[[list[int], int], float]) -> None:
     """Exercise 09.1: the share of positions that padded batching wastes."""
-    return check_cases(padding_share, [
+    check_cases(padding_share, [
         Case(([4, 4], 2), 0.0, "two documents of equal length need no padding"),
         Case(([2, 4], 2), 0.25, "one batch padded to 4: 8 positions for 6 tokens"),
         Case(([2, 4], 1), 0.0, "one document per batch: each batch is as long as its "
@@ -361,9 +380,9 @@ def check_padding_share(padding_share: Callable[[list[int], int], float]) -> str
     ])
 
 
-def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> str:
+def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> None:
     """Exercise 09.3: micro-batch and accumulation steps for a global batch."""
-    return check_cases(batch_plan, [
+    check_cases(batch_plan, [
         Case((256, 8, 32), (32, 1), "32 per process fits in one micro-batch"),
         Case((256, 8, 16), (16, 2), "32 per process, at most 16 at a time: two steps of 16"),
         Case((256, 4, 24), (16, 4), "64 per process: one step of 64 or two of 32 are too "
@@ -376,7 +395,7 @@ def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> 
 
 # ---- chapter 08 -------------------------------------------------------------------
 
-def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> str:
+def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> None:
     """Exercise 08.1: the relative position a head attends to most."""
     import torch
 
@@ -384,7 +403,7 @@ def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> str:
         return favourite_offset(torch.tensor(rows))
 
     on.__name__ = "favourite_offset"
-    return check_cases(on, [
+    check_cases(on, [
         Case(([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]],), 0, "every token attends to itself"),
         Case(([[0, 1.0, 0], [0, 0, 1.0], [1.0, 0, 0]],), 1,
              "rows 0 and 1 look one ahead (total 2); row 2's weight is at offset -2"),
@@ -394,3 +413,20 @@ def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> str:
              "offsets -1 and 1 total 0.5 each, offset 0 totals 1"),
         Case(([[0, 1.0], [1.0, 0]],), -1, "offsets -1 and 1 tie at 1.0: the smaller wins"),
     ])
+
+
+class _ReadOnlyModule(types.ModuleType):
+    """This module, closed to assignment.
+
+    Graded answers run in the same Python process as the checks, so an answer cell could
+    otherwise replace a check (`bertbook.checks.check_size_rule = print`) and pass it.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"bertbook.checks is read-only: {name} cannot be replaced")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"bertbook.checks is read-only: {name} cannot be deleted")
+
+
+sys.modules[__name__].__class__ = _ReadOnlyModule

@@ -156,7 +156,7 @@ from bertbook.library_map import library_table
 
 Markdown(library_table())
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex0_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # Names marked with a chapter are generated from it: a code cell whose first line is
 # `#| export bertlib/NAME.py` is copied into that module by `make export`, and the tests fail
 # if the library and the chapters ever disagree. So the code you read is the code you run.
@@ -179,7 +179,7 @@ Markdown(library_table())
 # `top_words(documents, n)`: the `n` most frequent lower-cased words over all documents, as
 # `(word, count)` pairs, most frequent first; punctuation is not part of a word.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex0_1_answer", "locked": false, "schema_version": 3, "solution": true}
 import re
 from collections import Counter
 
@@ -191,25 +191,26 @@ def top_words(documents: list[str], n: int) -> list[tuple[str, int]]:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex0_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_top_words
 from bertlib.corpora import lee_news
 
 check_top_words(top_words)
 print(top_words([article.text for article in lee_news()], 8))
-
-# %%
 ### BEGIN HIDDEN TESTS
-assert top_words(["x y x", "y x"], 2) == [("x", 3), ("y", 2)]
-assert top_words([], 3) == []
+for documents, n, expected in [(["x y x", "y x"], 2, [("x", 3), ("y", 2)]), ([], 3, [])]:
+    got = top_words(documents, n)
+    assert type(got) is list and all(type(p) is tuple and type(p[0]) is str
+                                     and type(p[1]) is int for p in got), got
+    assert got == expected, (documents, got)
 ### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex0_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 0.2 — the size rule.** Write `size_for(has_cuda, requested)`, the rule the book
 # uses: a requested size (any capitalisation) wins; with nothing requested (`None`), `"gpu"`
 # if there is a CUDA GPU, else `"cpu"`; a name that is not a size raises `ValueError`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex0_2_answer", "locked": false, "schema_version": 3, "solution": true}
 def size_for(has_cuda: bool, requested: str | None) -> str:
     ### BEGIN SOLUTION
     if requested is None:
@@ -220,18 +221,30 @@ def size_for(has_cuda: bool, requested: str | None) -> str:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex0_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_size_rule
 
 check_size_rule(size_for)
+### BEGIN HIDDEN TESTS
+for has_cuda, requested, expected in [(True, "Smoke", "smoke"), (True, None, "gpu"),
+                                      (False, "cpu", "cpu")]:
+    got = size_for(has_cuda, requested)
+    assert type(got) is str and got == expected, (has_cuda, requested, got)
+try:
+    size_for(False, "laptop")
+except ValueError:
+    pass
+else:
+    raise AssertionError("size_for(False, 'laptop') should raise ValueError")
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex0_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 0.3 — plan your runs.** You have a laptop with no GPU and want to read chapter
 # 06 with real results, but first check quickly that it runs at all. Which values of
 # `BERT_BOOK_SIZE` do you use, in which order, and why is the second one's output the one to
 # read?
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex0_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # First `BERT_BOOK_SIZE=smoke`: every cell runs in seconds, so a broken environment shows up
 # at once. Then unset it (or `BERT_BOOK_SIZE=cpu`): without a GPU the default is `cpu`, the

@@ -709,7 +709,7 @@ for name, model in [("glued", glued), ("joint", joint)]:
 assert min(results["glued"]["accuracy"], results["joint"]["accuracy"]) > max(
     results["left"]["accuracy"], results["right"]["accuracy"]), "eight words on both sides help"
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.corpora`: the offline corpora — `wikipedia_articles()` (106 real articles cleaned of
@@ -725,7 +725,7 @@ assert min(results["glued"]["accuracy"], results["joint"]["accuracy"]) > max(
 # the accuracy on `test_ids` of always guessing the most frequent id of `train_ids` (lists of
 # ints). With no training ids, raise `ValueError`. Ties may be broken any way.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex1_1_answer", "locked": false, "schema_version": 3, "solution": true}
 from collections import Counter
 
 
@@ -738,18 +738,18 @@ def unigram_accuracy(train_ids: list[int], test_ids: list[int]) -> float:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex1_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_unigram_accuracy
 
 check_unigram_accuracy(unigram_accuracy)
-
-# %%
 ### BEGIN HIDDEN TESTS
-assert unigram_accuracy([9], [9, 9, 1, 1]) == 0.5
-assert abs(unigram_accuracy([4, 4, 2], [4, 2, 2]) - 1 / 3) < 1e-9
+got = unigram_accuracy([9], [9, 9, 1, 1])
+assert type(got) is float and got == 0.5, got
+got = unigram_accuracy([4, 4, 2], [4, 2, 2])
+assert type(got) is float and abs(got - 1 / 3) < 1e-9, got
 ### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 1.2 — choose what a reader sees.** Write `offsets_for(reading, width)` returning
 # the offsets tuple a `"left"`, `"right"` or `"both"` reader uses with `width` context words
 # (like `READINGS` above, which is `width=4`). `"both"` splits the width evenly; an odd width
@@ -757,7 +757,7 @@ assert abs(unigram_accuracy([4, 4, 2], [4, 2, 2]) - 1 / 3) < 1e-9
 # `WindowModel`, `train` and `evaluate` to plot held-out accuracy against width 2, 4, 6, 8 for
 # each reading: does the gap between one and two sides close as the window widens?
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex1_2_answer", "locked": false, "schema_version": 3, "solution": true}
 def offsets_for(reading: str, width: int) -> tuple[int, ...]:
     ### BEGIN SOLUTION
     if reading == "left":
@@ -771,20 +771,26 @@ def offsets_for(reading: str, width: int) -> tuple[int, ...]:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex1_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_reading_offsets
 
 check_reading_offsets(offsets_for)
 assert all(offsets_for(name, 4) == offsets for name, offsets in READINGS.items())
+### BEGIN HIDDEN TESTS
+for reading, width, expected in [("left", 2, (-2, -1)), ("right", 3, (1, 2, 3)),
+                                 ("both", 2, (-1, 1))]:
+    got = offsets_for(reading, width)
+    assert type(got) is tuple and all(type(o) is int for o in got) and got == expected, got
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 1.3 — where the cheat hides in a deep model.** Our cheater saw offset 0
 # directly. Explain in a few sentences how a *two-layer* model whose first layer sees only
 # offsets ±1 (never 0) could still see the word at position *t* when predicting it, and why
 # masking the word in the input (chapter 05) closes that path while left-to-right models
 # never had it open.
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex1_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # The first layer at position *t+1* reads its own neighbours, which include position *t*;
 # the second layer at *t* reads the first layer's output at *t+1*, so information about the

@@ -597,7 +597,7 @@ plt.show()
 book_tokenizer = train_wordpiece(train_texts, S["book_vocab"])
 print(book_tokenizer.tokenize("The unaffable bankers of Düsseldorf!"))
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.tokenizer`: `basic_tokenize` and `wordpiece` (the algorithm, in plain Python),
@@ -618,7 +618,7 @@ print(book_tokenizer.tokenize("The unaffable bankers of Düsseldorf!"))
 # WordPiece tokens back into words: `["un", "##aff", "##able", "!"]` → `["unaffable", "!"]`.
 # A `##` piece with nothing before it stays a word of its own, without the `##`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex2_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def pieces_to_words(tokens: list[str]) -> list[str]:
     ### BEGIN SOLUTION
     words: list[str] = []
@@ -631,18 +631,23 @@ def pieces_to_words(tokens: list[str]) -> list[str]:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex2_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_pieces_to_words
 
 check_pieces_to_words(pieces_to_words)
 print(pieces_to_words(bert_tokenizer.tokenize("The unaffable bankers of Düsseldorf!")))
+### BEGIN HIDDEN TESTS
+got = pieces_to_words(["un", "##believ", "##able", "!", "##x"])
+assert type(got) is list and all(type(w) is str for w in got), got
+assert got == ["unbelievable", "!x"], got
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 2.2 — segment ids by hand.** Write `segment_ids(len_a, len_b)`: the segment ids
 # of `[CLS] A [SEP] B [SEP]` when A has `len_a` tokens and B has `len_b` (with `len_b=None`
 # for a single text, `[CLS] A [SEP]`). Compare with `bert_tokenizer.encode(...).type_ids`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex2_2_answer", "locked": false, "schema_version": 3, "solution": true}
 def segment_ids(len_a: int, len_b: int | None = None) -> list[int]:
     ### BEGIN SOLUTION
     first = [0] * (len_a + 2)
@@ -650,26 +655,25 @@ def segment_ids(len_a: int, len_b: int | None = None) -> list[int]:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex2_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_segment_ids
 
 check_segment_ids(segment_ids)
 assert segment_ids(len(bert_tokenizer.tokenize("The bank raised its rates.")),
                    len(bert_tokenizer.tokenize("The river overflowed its banks."))) == pair.type_ids
-
-# %%
 ### BEGIN HIDDEN TESTS
-assert segment_ids(0, 0) == [0, 0, 1]
-assert segment_ids(5) == [0] * 7
+for args, expected in [((0, 0), [0, 0, 1]), ((5,), [0] * 7), ((1, 2), [0, 0, 0, 1, 1, 1])]:
+    got = segment_ids(*args)
+    assert type(got) is list and all(type(i) is int for i in got) and got == expected, got
 ### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 2.3 — the cost of a big vocabulary.** BERT-base has hidden size 768. How many
 # parameters does its token embedding table hold with the 30,522-piece vocabulary, and with a
 # 4,000-piece one? Using the pieces-per-word numbers above, explain what the smaller table
 # costs in sequence length, and why that matters for attention (chapter 03).
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex2_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # 30,522 × 768 = 23,440,896 parameters (about a fifth of BERT-base's 110M); 4,000 × 768 =
 # 3,072,000. The smaller vocabulary cuts words into more pieces (the measured pieces per

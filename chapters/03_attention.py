@@ -399,7 +399,7 @@ from bertviz import head_view
 
 head_view((layer0,), tokens, sentence_b_start=tokens.index("[SEP]") + 1)
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.attention`: `scaled_dot_product` (explicit, returns the weights),
@@ -417,44 +417,53 @@ head_view((layer0,), tokens, sentence_b_start=tokens.index("[SEP]") + 1)
 # `scaled_dot_product` and check that changing a *later* token does not change an earlier
 # output.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex3_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def causal_mask(seq: int) -> torch.Tensor:
     ### BEGIN SOLUTION
     return torch.ones(seq, seq, dtype=torch.bool).tril()
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex3_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_causal_mask
 
 check_causal_mask(causal_mask)
+### BEGIN HIDDEN TESTS
+got = causal_mask(3)
+assert type(got) is torch.Tensor and got.dtype == torch.bool, got
+assert got.tolist() == [[True, False, False], [True, True, False], [True, True, True]], got
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 3.2 — count the cost.** Write `attention_flops(seq, hidden)`: the multiply-adds
 # ×2 (FLOPs) of the two matrix products inside attention for one sequence — scores
 # `Q Kᵀ` and the weighted sum `weights V` — over all heads together (the head split does not
 # change the total). Leave out the projections and the softmax.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex3_2_answer", "locked": false, "schema_version": 3, "solution": true}
 def attention_flops(seq: int, hidden: int) -> int:
     ### BEGIN SOLUTION
     return 2 * seq * seq * hidden * 2
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex3_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_attention_flops
 
 check_attention_flops(attention_flops)
+### BEGIN HIDDEN TESTS
+got = attention_flops(4, 8)
+assert type(got) is int and got == 512, got
+### END HIDDEN TESTS
 for seq in (128, 512):
     print(f"length {seq}: {attention_flops(seq, 768) / 1e9:.2f} GFLOP per layer")
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 3.3 — a head that cannot see.** Suppose every key vector is the same. What does
 # attention return for each position, whatever the queries? What if all queries are zero?
 # Then check both answers with `scaled_dot_product` on random values.
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex3_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # With identical keys, every score in a row is the same number, so the softmax gives every
 # position the same weight 1/n and each output is the plain mean of the value vectors — the

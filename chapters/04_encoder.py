@@ -912,7 +912,7 @@ except Exception as error:
     print(type(error).__name__ + ":", str(error).splitlines()[0], "...",
           len(str(error).splitlines()) - 2, "problems listed")
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.config`: `BertConfig` (transformers' field names, `from_json`/`to_json`,
@@ -929,7 +929,7 @@ except Exception as error:
 # **Exercise 4.1 — LayerNorm by hand.** Write `layer_norm(x, weight, bias, eps)` over the last
 # dimension, without `F.layer_norm` or `nn.LayerNorm`. Note which variance LayerNorm uses.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex4_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                eps: float = 1e-12) -> torch.Tensor:
     ### BEGIN SOLUTION
@@ -939,18 +939,25 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex4_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_layer_norm
 
 check_layer_norm(layer_norm)
+### BEGIN HIDDEN TESTS
+x, weight, bias = torch.randn(3, 5), torch.rand(5), torch.randn(5)
+got = layer_norm(x, weight, bias)
+assert type(got) is torch.Tensor and got.shape == (3, 5), got
+assert torch.allclose(got, torch.nn.functional.layer_norm(x, (5,), weight, bias, eps=1e-12),
+                      atol=1e-5)
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 4.2 — where the parameters are.** Write `feed_forward_share(config)`: the
 # fraction of a `BertModel`'s parameters (pooler included) that sit in the feed-forward
 # blocks — the two dense layers of every layer, weights and biases, not their LayerNorm.
 # Use only the config's numbers. How does it change from bert-tiny to bert-large, and why?
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex4_2_answer", "locked": false, "schema_version": 3, "solution": true}
 def feed_forward_share(config: BertConfig) -> float:
     ### BEGIN SOLUTION
     hidden, inner = config.hidden_size, config.intermediate_size
@@ -959,26 +966,25 @@ def feed_forward_share(config: BertConfig) -> float:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex4_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_feed_forward_share
 
 check_feed_forward_share(feed_forward_share)
+### BEGIN HIDDEN TESTS
+got = feed_forward_share(BertConfig.preset("bert-base"))
+assert type(got) is float and abs(got - 56_669_184 / 109_482_240) < 1e-9, got
+### END HIDDEN TESTS
 for name in PRESETS:
     print(f"{name:>12}: {feed_forward_share(BertConfig.preset(name)):.0%} in the feed-forward")
 
-# %%
-### BEGIN HIDDEN TESTS
-assert abs(feed_forward_share(BertConfig.preset("bert-base")) - 56_669_184 / 109_482_240) < 1e-9
-### END HIDDEN TESTS
-
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 4.3 — post-LN and pre-LN.** BERT normalises *after* each residual addition.
 # Many later models (GPT-2 onwards) normalise the block's *input* instead:
 # `x + block(LayerNorm(x))`. What does each keep unnormalised on the residual path, and why
 # does pre-LN train more stably without a long learning-rate warm-up (chapter 06)? Can a
 # pre-LN model load BERT's weights?
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex4_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # Post-LN puts a LayerNorm on the residual path itself, so every layer's output is
 # renormalised and the gradient reaching early layers passes through L LayerNorms; early in

@@ -560,7 +560,7 @@ print(f"predictions per sequence: mean {predicted.mean():.1f}, max {int(predicte
       f"(cap {MaskingRecipe().max_predictions})")
 assert predicted.max() <= MaskingRecipe().max_predictions
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.masking`: `MaskingRecipe` (15%, 80/10/10, a cap, whole words), `prediction_count`,
@@ -579,21 +579,26 @@ assert predicted.max() <= MaskingRecipe().max_predictions
 # share of tokens predicted at least once after that many epochs. Compare with the measured
 # "dynamic" curve above.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex5_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def expected_coverage(epochs: int, p: float = 0.15) -> float:
     ### BEGIN SOLUTION
     return 1 - (1 - p) ** epochs
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex5_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_expected_coverage
 
 check_expected_coverage(expected_coverage)
+### BEGIN HIDDEN TESTS
+for n_epochs, p, expected in [(2, 0.5, 0.75), (0, 0.15, 0.0), (1, 0.2, 0.2)]:
+    got = expected_coverage(n_epochs, p)
+    assert type(got) is float and abs(got - expected) < 1e-9, (n_epochs, p, got)
+### END HIDDEN TESTS
 print([round(expected_coverage(e), 2) for e in epochs], "vs measured",
       [round(c, 2) for c in coverage["dynamic"]])
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 5.2 — masking spans.** SpanBERT (Joshi et al., 2020) hides runs of consecutive
 # tokens instead of single ones. Our whole-word machinery can do it: a "word" is whatever
 # `continuation` glues together. Write `span_continuation(n, span)`: the continuation flags
@@ -601,7 +606,7 @@ print([round(expected_coverage(e), 2) for e in epochs], "vs measured",
 # so that `mask_sequence(..., continuation=flags)` with `whole_word=True` masks whole spans.
 # A span shorter than 1 is a `ValueError`.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex5_2_answer", "locked": false, "schema_version": 3, "solution": true}
 def span_continuation(n: int, span: int) -> list[bool]:
     ### BEGIN SOLUTION
     if span < 1:
@@ -610,10 +615,21 @@ def span_continuation(n: int, span: int) -> list[bool]:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex5_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_span_continuation
 
 check_span_continuation(span_continuation)
+### BEGIN HIDDEN TESTS
+got = span_continuation(5, 2)
+assert type(got) is list and all(type(flag) is bool for flag in got), got
+assert got == [False, True, False, True, False], got
+try:
+    span_continuation(3, 0)
+except ValueError:
+    pass
+else:
+    raise AssertionError("span_continuation(3, 0) should raise ValueError")
+### END HIDDEN TESTS
 ids = [tokenizer.cls_id, *range(10, 40), tokenizer.sep_id]
 flags = [False, *span_continuation(30, 3), False]
 _, span_labels = mask_sequence(ids, special_ids, tokenizer.mask_id, tokenizer.vocab_size,
@@ -621,13 +637,13 @@ _, span_labels = mask_sequence(ids, special_ids, tokenizer.mask_id, tokenizer.vo
                                random.Random(0), flags)
 print("predicted positions:", [i for i, label in enumerate(span_labels) if label != -100])
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 5.3 — why keep 10% unchanged?** Suppose the recipe were 100% `[MASK]`. What would
 # the model learn about the vectors of tokens that are *not* masked, and why would that hurt
 # when fine-tuning on text with no `[MASK]` at all? What do the 10% random replacements add
 # that the 10% unchanged do not?
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex5_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # With 100% `[MASK]`, the loss only ever asks about positions showing `[MASK]`, so the model
 # is never rewarded for keeping a useful representation of the observed token at any other

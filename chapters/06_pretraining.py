@@ -991,7 +991,7 @@ def main(argv: list[str] | None = None) -> int:
           f"baselines {result['baselines']}; model saved in {args.out / 'model'}")
     return 0
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.pretraining`: the MLM head (transform, decoder tied to the embeddings, output
@@ -1014,7 +1014,7 @@ def main(argv: list[str] | None = None) -> int:
 # `peak · ½(1 + cos(π · progress))` where progress runs from 0 at the end of the warm-up to
 # 1 at `total` (and stays 1 after it). Plot it beside the linear schedule above.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex6_1_answer", "locked": false, "schema_version": 3, "solution": true}
 import math
 
 
@@ -1027,36 +1027,48 @@ def cosine_lr_at(step: int, peak: float, warmup: int, total: int) -> float:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex6_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_cosine_lr_at
 
 check_cosine_lr_at(cosine_lr_at)
+### BEGIN HIDDEN TESTS
+for step, expected in [(0, 0.0), (5, 1.0), (10, 2.0), (60, 1.0), (110, 0.0), (200, 0.0)]:
+    got = cosine_lr_at(step, 2.0, 10, 110)
+    assert type(got) is float and abs(got - expected) < 1e-9, (step, got)
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 6.2 — what not to decay.** Write `decays(name)`: whether AdamW's weight decay
 # should apply to the parameter of that name (as printed by `model.named_parameters()`).
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex6_2_answer", "locked": false, "schema_version": 3, "solution": true}
 def decays(name: str) -> bool:
     ### BEGIN SOLUTION
     return not (name.endswith("bias") or "LayerNorm" in name)
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex6_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_decays
 
 check_decays(decays)
+### BEGIN HIDDEN TESTS
+for name, expected in [("encoder.layer.3.output.dense.weight", True),
+                       ("encoder.layer.3.output.dense.bias", False),
+                       ("embeddings.LayerNorm.weight", False)]:
+    got = decays(name)
+    assert type(got) is bool and got == expected, (name, got)
+### END HIDDEN TESTS
 n_decayed = sum(decays(name) for name, _ in untrained.named_parameters())
 print(f"{n_decayed} of {len(list(untrained.parameters()))} parameter tensors are decayed")
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 6.3 — no warm-up.** Run `run_pretraining` at this size with `warmup` set to 1
 # (a copy of `S` with that one change) and compare the loss curve of its first few hundred
 # steps with the one above. What happens, and why is a post-LN model like BERT sensitive to
 # it? What would you change to keep a large learning rate without warm-up?
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex6_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # Without warm-up, the first updates use the full learning rate while Adam's estimates of the
 # gradients' second moments rest on very few steps, so the updates are large and noisy; in a

@@ -1473,7 +1473,7 @@ else:
     print("offline: the paper's benchmarks are skipped (on Colab this cell fine-tunes MiniLM "
           "on SST-2, MRPC, CoNLL-2003 and SQuAD v1.1)")
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.task_data`: the shapes of labelled data, `TextExample`, `TaggedWords` and
@@ -1502,7 +1502,7 @@ else:
 # the positive class (0 for a label never predicted correctly), averaged over the labels
 # with equal weight.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex7_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def macro_f1(predicted: list[int], gold: list[int], num_labels: int) -> float:
     ### BEGIN SOLUTION
     scores = []
@@ -1514,19 +1514,25 @@ def macro_f1(predicted: list[int], gold: list[int], num_labels: int) -> float:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex7_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_macro_f1
 
 check_macro_f1(macro_f1)
+### BEGIN HIDDEN TESTS
+got = macro_f1([0, 1, 1], [0, 1, 0], 2)
+assert type(got) is float and abs(got - 2 / 3) < 1e-9, got
+got = macro_f1([2, 2, 2], [0, 1, 2], 3)
+assert type(got) is float and abs(got - 1 / 6) < 1e-9, got
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 7.2 — a fair 1%.** The label curve above draws each fraction at random, so
 # at 1% the share of fresh reviews wanders from the full set's. Write
 # `stratified_sample(labels, fraction, seed)`: the indices of a sample that keeps each
 # label's share — `round(fraction · count)` of each label, at least one of each, chosen
 # at random with `random.Random(seed)` — sorted.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex7_2_answer", "locked": false, "schema_version": 3, "solution": true}
 def stratified_sample(labels: list[int], fraction: float, seed: int = 0) -> list[int]:
     ### BEGIN SOLUTION
     draw = random.Random(seed)
@@ -1538,18 +1544,26 @@ def stratified_sample(labels: list[int], fraction: float, seed: int = 0) -> list
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex7_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_stratified_sample
 
 check_stratified_sample(stratified_sample)
+### BEGIN HIDDEN TESTS
+labels = [0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2]
+got = stratified_sample(labels, 0.5, seed=3)
+assert type(got) is list and all(type(i) is int for i in got), got
+assert got == sorted(set(got)) and [labels[i] for i in got].count(0) == 2, got
+assert [labels[i] for i in got].count(1) == 1 and [labels[i] for i in got].count(2) == 3, got
+assert stratified_sample(labels, 0.5, seed=3) == got, "the same seed must give the same sample"
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 7.3 — where left-to-right loses.** Fine-tune the left-to-right checkpoint on
 # headline matching once more, but with the headline *after* the paragraph
 # (`TextExample(e.pair, e.label, e.text)` for each example). Does its accuracy change, and
 # why might the order matter for a model that reads one way when it does not for BERT?
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex7_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # Under a causal mask, only tokens late in the input can look back at both segments; the
 # words of the first segment are encoded without any knowledge of the second. The summary

@@ -1051,7 +1051,7 @@ assert largest_gap < 1e-5
 # %%
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.packing`: `pack_documents` with `first_fit_decreasing` and
@@ -1076,7 +1076,7 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 # each batch padded to its longest document; return the share of all positions that are
 # padding.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex9_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def padding_share(lengths: list[int], rows_per_batch: int) -> float:
     ### BEGIN SOLUTION
     positions = 0
@@ -1087,18 +1087,23 @@ def padding_share(lengths: list[int], rows_per_batch: int) -> float:
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex9_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_padding_share
 
 check_padding_share(padding_share)
+### BEGIN HIDDEN TESTS
+for lengths, rows, expected in [([2, 4], 2, 0.25), ([3, 3], 1, 0.0), ([1, 3, 2], 2, 0.25)]:
+    got = padding_share(lengths, rows)
+    assert type(got) is float and abs(got - expected) < 1e-9, (lengths, rows, got)
+### END HIDDEN TESTS
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 9.2 — the attention share.** Using `forward_flops_per_token`, find the
 # sequence length at which attention's own products (the `2 · seq · h` term) cost as much
 # as the dense layers of BERT-base, and say what that means for the paper's choice of
 # training 90% of the steps at length 128.
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # Per layer, the dense layers cost 4h² + 2h·4h = 12h² multiply-adds per token and attention
 # 2·seq·h, so they are equal at seq = 6h: 4,608 tokens for h = 768. Attention's products
@@ -1109,7 +1114,7 @@ check_padding_share(padding_share)
 # fused attention the long phase is cheaper than it was.
 # ### END SOLUTION
 
-# %% [markdown]
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 9.3 — a batch plan.** The paper's global batch is 256 sequences. Write
 # `batch_plan(global_batch, processes, max_micro_batch)`: the `(micro_batch, accumulation)`
 # that each of `processes` data-parallel processes should use so that
@@ -1117,7 +1122,7 @@ check_padding_share(padding_share)
 # `max_micro_batch` and as few accumulation steps as possible. Raise `ValueError` when the
 # global batch does not split evenly over the processes.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "ex9_3_answer", "locked": false, "schema_version": 3, "solution": true}
 def batch_plan(global_batch: int, processes: int, max_micro_batch: int) -> tuple[int, int]:
     ### BEGIN SOLUTION
     if global_batch % processes:
@@ -1130,7 +1135,17 @@ def batch_plan(global_batch: int, processes: int, max_micro_batch: int) -> tuple
     ### END SOLUTION
 
 
-# %%
+# %% nbgrader={"grade": true, "grade_id": "ex9_3_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_batch_plan
 
 check_batch_plan(batch_plan)
+### BEGIN HIDDEN TESTS
+got = batch_plan(64, 4, 8)
+assert type(got) is tuple and all(type(n) is int for n in got) and got == (8, 2), got
+try:
+    batch_plan(30, 4, 8)
+except ValueError:
+    pass
+else:
+    raise AssertionError("batch_plan(30, 4, 8) should raise ValueError")
+### END HIDDEN TESTS

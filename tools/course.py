@@ -1,0 +1,76 @@
+"""A throwaway nbgrader course holding the chapters, for `make student` and `make grade`.
+
+nbgrader works on a course folder: `source/<assignment>/<notebook>.ipynb` (the instructor's
+notebooks, with nbgrader's cell metadata) and a gradebook database. Here each chapter is an
+assignment of the same name, holding one notebook, the chapter itself. The course lives in a
+temporary folder, so nothing of nbgrader's state is left in the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from tools.chapters import read_chapter
+
+COURSE_ID = "bert-end-to-end"
+
+
+class NbgraderMissing(RuntimeError):
+    """nbgrader is not installed: it comes with the `instructor` extra."""
+
+
+def nbgrader(*args: str, cwd: Path, env: dict[str, str] | None = None,
+             timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Run an nbgrader command (in this Python) and return what it printed."""
+    try:
+        import nbgrader as _  # noqa: F401  (only to say clearly when it is missing)
+    except ImportError as error:
+        raise NbgraderMissing(
+            "nbgrader is not installed; run `make setup` (it installs the `instructor` "
+            "extra) or `pip install -e '.[instructor]'`") from error
+    env = dict(os.environ if env is None else env)
+    # nbgrader runs `alembic` by name: this Python's scripts folder must come first.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def config_flags(course: Path, database: Path) -> list[str]:
+    return [f"--CourseDirectory.root={course}", f"--CourseDirectory.course_id={COURSE_ID}",
+            f"--CourseDirectory.db_url=sqlite:///{database}"]
+
+
+def source_notebook(chapter: Path) -> nbformat.NotebookNode:
+    """The instructor's chapter as nbgrader's source notebook: every output cleared."""
+    notebook = read_chapter(chapter)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return notebook
+
+
+def generate(chapters: list[Path], course: Path, database: Path) -> dict[str, Path]:
+    """Put the chapters in `course` as assignments and run `nbgrader generate_assignment`.
+
+    Returns each chapter's released student notebook. nbgrader checks the metadata here:
+    a solution region outside a solution cell, or a duplicate grade id, stops it with its
+    own message, which is raised.
+    """
+    released = {}
+    for chapter in chapters:
+        folder = course / "source" / chapter.stem
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(source_notebook(chapter), folder / f"{chapter.stem}.ipynb")
+        result = nbgrader("generate_assignment", chapter.stem, "--force",
+                          *config_flags(course, database), cwd=course)
+        student_copy = course / "release" / chapter.stem / f"{chapter.stem}.ipynb"
+        if result.returncode != 0 or not student_copy.exists():
+            raise RuntimeError(f"nbgrader generate_assignment {chapter.stem} failed:\n"
+                               f"{result.stdout[-2000:]}{result.stderr[-2000:]}")
+        released[chapter.stem] = student_copy
+    return released
