@@ -29,12 +29,12 @@ sync: export      ## slug-derived cells and README table, then pair each .py wit
 notebooks: sync   ## re-execute every chapter at cpu size into its committed .ipynb
 	BERT_BOOK_SIZE=cpu $(VENV)/bin/jupytext --sync --execute --set-kernel python3 $(CHAPTERS)
 
-student: setup    ## student copies (solutions stubbed, hidden checks removed) in _build/student
+student: setup    ## student copies in _build/student (nbgrader generate_assignment)
 	$(PY) tools/student.py _build/student
 
 SUBMISSIONS ?= submissions
 TIMEOUT ?= 60
-grade: setup      ## grade SUBMISSIONS/<student>/<chapter>.ipynb into _build/grades.csv
+grade: setup      ## nbgrader autograde of SUBMISSIONS/<student>/<chapter>.ipynb, sandboxed, into _build/grades.csv
 	$(PY) tools/grade.py $(SUBMISSIONS) --cell-timeout $(TIMEOUT) --out _build/grades.csv
 
 bench: setup      ## bertlib's pretraining step vs transformers': table and plot in benchmarks/results

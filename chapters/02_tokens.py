@@ -226,8 +226,7 @@ bert_vocab = {piece: i for i, piece in enumerate(bert_vocab_lines)}
 print(f"{len(bert_vocab):,} pieces;", {t: bert_vocab[t] for t in SPECIAL_TOKENS})
 print("a few pieces:", bert_vocab_lines[2000:2008], bert_vocab_lines[29000:29004])
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 assert len(bert_vocab) == 30522
 assert (bert_vocab["[PAD]"], bert_vocab["[UNK]"]) == (0, 100)
 assert (bert_vocab["[CLS]"], bert_vocab["[SEP]"], bert_vocab["[MASK]"]) == (101, 102, 103)
@@ -460,8 +459,7 @@ class BertTokenizer:
 # With the real vocabulary, on a sentence pair. Segment id 0 marks the first sentence and
 # its `[CLS]`/`[SEP]`; 1 marks the second:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from bertlib.errors import TokenizerError
 from bertlib.tokenizer import BertTokenizer
 
@@ -507,8 +505,7 @@ assert teaching_mismatches == 0
 # attention mask tells the model which positions are real. Too long a pair is cut to
 # `max_length`, one token at a time from whichever text is longer:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 short = BertTokenizer.from_pretrained(minilm_dir(), max_length=12)
 batch = short(["A short one.", "A much longer sentence that will not fit at all, sadly."],
               pairs=["Its pair.", "And a second sentence that is long as well."])
@@ -519,8 +516,7 @@ assert batch["input_ids"].shape == (2, 12) and batch["attention_mask"][0].sum() 
 # %% [markdown]
 # Bad input is refused with a message that says what to do:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for attempt in [lambda: bert_tokenizer.encode("   "),
                 lambda: short.encode("word " * 50, truncation=False),
                 lambda: BertTokenizer({"a": 0, "b": 1})]:

@@ -167,8 +167,7 @@ assert torch.allclose(explicit, fused, atol=1e-5)
 # How much faster is the fused kernel on this machine? A fair comparison runs both on the
 # same inputs, alternating, and takes the median of several runs:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def median_seconds(function, repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -393,8 +392,7 @@ plt.show()
 # is exactly what our explicit path returns. (Its drawing code loads JavaScript from the
 # web: offline, the view stays blank; on Colab or GitHub it draws.)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from bertviz import head_view
 
 head_view((layer0,), tokens, sentence_b_start=tokens.index("[SEP]") + 1)

@@ -595,8 +595,7 @@ def parameter_count(config: BertConfig, pooler: bool = True) -> int:
 # And counting the real thing: build each model on PyTorch's *meta* device, which records
 # shapes without allocating memory, so even BERT-large costs nothing to build here.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from bertlib.config import PRESETS, parameter_count
 
 counts = {}
@@ -884,8 +883,7 @@ assert fused_gap < 1e-5
 # Every layer's attention of the real model, in bertviz's model view (offline it stays blank:
 # its JavaScript comes from the web).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from bertviz import model_view
 
 pair = tokenizer.encode("The cat sat on the mat.", "It was asleep.")
@@ -897,8 +895,7 @@ model_view(viewed.attentions, pair.tokens, sentence_b_start=pair.tokens.index("[
 # %% [markdown]
 # Bad input, refused with a message:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for bad in [torch.tensor([101, 2000, 102]), torch.full((1, 600), 2000),
             torch.tensor([[101, 99999, 102]])]:
     try:

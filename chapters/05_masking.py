@@ -186,8 +186,7 @@ def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.R
 #
 # On a real sentence (labels shown where a prediction is asked for):
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from bertlib.batch import IGNORE_INDEX
 from bertlib.masking import MaskingRecipe, mask_sequence
 
@@ -482,8 +481,7 @@ plt.show()
 # %% [markdown]
 # A true pair and a random one, decoded:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for is_random in (False, True):
     pair = next(p for p in pairs if p.is_random_next == is_random)
     print(f"random B: {is_random}\n  A: {tokenizer.decode(pair.tokens_a)[:150]}\n"

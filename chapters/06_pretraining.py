@@ -885,7 +885,8 @@ before = [top_guesses(untrained, probe_tokenizer, batch) for batch, _ in probes]
 # tokens per second; the cell prints how long the whole run took.
 
 # %%
-run_dir = Path(tempfile.mkdtemp(prefix=f"bert-{SIZE}-"))
+run_folder = tempfile.TemporaryDirectory(prefix=f"bert-{SIZE}-")  # deleted when the kernel stops
+run_dir = Path(run_folder.name)
 started = time.perf_counter()
 run = run_pretraining(S, run_dir, device=DEVICE)
 minutes = (time.perf_counter() - started) / 60
@@ -932,8 +933,7 @@ assert accuracy > 1.75 * best_baseline and accuracy - best_baseline > 0.03
 # %% [markdown]
 # Before and after, on the held-out sentences:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 trained = run["model"].to(DEVICE)
 for (batch, word), guesses_before in zip(probes, before):
     sentence = probe_tokenizer.decode(batch["input_ids"][0].tolist(), skip_special=False)

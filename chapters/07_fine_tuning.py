@@ -1169,8 +1169,10 @@ from bertlib.pretraining import BertLMHeadModel
 OBJECTIVES = {"MLM + NSP": dict(objective="mlm+nsp"), "MLM only": dict(objective="mlm"),
               "left-to-right": dict(model_class=BertLMHeadModel)}
 pretrained_dirs, pretraining_scores, context_free_guess = {}, {}, {}
+run_folders = []  # each deleted when the kernel stops
 for name, how in OBJECTIVES.items():
-    run_dir = Path(tempfile.mkdtemp(prefix="bert-ch07-"))
+    run_folders.append(tempfile.TemporaryDirectory(prefix="bert-ch07-"))
+    run_dir = Path(run_folders[-1].name)
     started = time.perf_counter()
     run = run_pretraining(S["pretrain"], run_dir, device=DEVICE, progress=False, **how)
     pretrained_dirs[name] = run_dir / "model"
@@ -1451,8 +1453,7 @@ def squad() -> dict[str, list[SpanQuestion]]:
 # above (at the `gpu` size, on all of its training data); elsewhere the cell says that it
 # skipped them.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from bertbook.datasets import CONLL_TAGS, conll2003, glue_task, squad
 from bertbook.sizes import in_colab
 

@@ -460,8 +460,7 @@ print(f"uniform share ≈ {uniform:.1%}; strongest previous-token head "
 # token to see where each head (one colour each) sends its attention. Try "bank" in both
 # sentences.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from bertviz import head_view
 
 pair = tokenizer.encode("She sat on the bank of the river.",

@@ -281,8 +281,7 @@ def show(table: list[dict]) -> None:
 # PyTorch's profiler records every operator a step runs. Grouped by operator, the table
 # shows where a training step of our model spends its time on this device.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from torch.profiler import ProfilerActivity, profile
 
 model = fresh_model()

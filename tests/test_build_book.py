@@ -1,6 +1,8 @@
 """`make book`: renders the committed notebooks by default; a bad size is refused before
 anything is deleted; re-execution announces each chapter's expected time."""
 
+import nbformat
+
 from tools import build_book
 from tools.chapters import ROOT, chapter_sources
 
@@ -25,3 +27,16 @@ def test_expected_times_come_from_the_committed_run(capsys):
     build_book.print_expected_times(chapter_sources(ROOT))
     printed = capsys.readouterr().out
     assert "07_fine_tuning" in printed and "total" in printed
+
+
+def test_the_book_folds_solutions_and_drops_hidden_tests():
+    notebook = nbformat.read(ROOT / "chapters" / "00_preface.ipynb", as_version=4)
+    shown = build_book.for_readers(notebook)
+    text = "\n".join(cell.source for cell in shown.cells)
+    assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+    toggles = [c for c in shown.cells if c.source.startswith("````{admonition} Solution")]
+    assert len(toggles) == 3  # two code answers and a written one
+    assert toggles[0].source.count("```python") == 1 and "def top_words(" in toggles[0].source
+    assert ":class: dropdown" in toggles[0].source  # collapsed until the reader opens it
+    tests = next(c for c in shown.cells if "check_top_words(top_words)" in c.source)
+    assert tests.outputs, "the check's output stays"

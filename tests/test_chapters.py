@@ -5,7 +5,7 @@ import re
 import nbformat
 import pytest
 
-from tools import student, sync
+from tools import exercises, sync
 from tools.chapters import ROOT, cell_texts, chapter_sources, read_chapter
 
 CHAPTERS = chapter_sources(ROOT)
@@ -21,6 +21,18 @@ def test_notebook_matches_its_py_twin(chapter):
     assert notebook.exists(), f"{notebook.name} is missing: run `make sync`"
     assert cell_texts(read_chapter(notebook)) == cell_texts(read_chapter(chapter)), (
         f"{notebook.name} differs from {chapter.name} in code or markdown: run `make sync`")
+    assert _graded_metadata(read_chapter(notebook)) == _graded_metadata(read_chapter(chapter)), (
+        f"{notebook.name} and {chapter.name} differ in nbgrader metadata or tags: `make sync`")
+
+
+def _graded_metadata(notebook) -> list:
+    return [(cell.metadata.get("nbgrader"), cell.metadata.get("tags")) for cell in notebook.cells]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
+def test_nbval_reads_cell_tags_not_comments(chapter):
+    """A reader sees code, not test markers: nbval's instructions are cell tags."""
+    assert not re.search(r"^# ?NBVAL_", chapter.read_text(), re.M)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
@@ -55,7 +67,14 @@ def test_each_chapter_follows_the_template(chapter):
 def test_every_coding_exercise_has_a_check_after_it(chapter):
     cells = read_chapter(chapter).cells
     for index, cell in enumerate(cells):
-        if cell.cell_type == "code" and student.SOLUTION[0] in cell.source:
+        if cell.cell_type == "code" and exercises.SOLUTION[0] in cell.source:
             following = cells[index + 1].source if index + 1 < len(cells) else ""
             assert re.search(r"check_\w+\(", following), (
                 f"the solution in cell {index} of {chapter.name} has no check cell after it")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
+def test_chapters_leave_nothing_in_the_temp_folder(chapter):
+    """Runs go to a TemporaryDirectory, which is deleted when the kernel stops; a bare
+    mkdtemp left 11-15 MB behind per run of chapters 06 and 07."""
+    assert "mkdtemp(" not in chapter.read_text()

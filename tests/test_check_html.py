@@ -2,8 +2,10 @@
 
 from tools import check_html
 
-EXPECTED = {"title": "Attention", "figures": 2, "tables": 1, "bertviz": True}
-GOOD = ('<h1>03 · Attention<a class="headerlink">#</a></h1>'
+EXPECTED = {"title": "Attention", "figures": 2, "tables": 1, "bertviz": True, "solutions": 1}
+GOOD = ('<link href="../_static/book.css" rel="stylesheet">'
+        '<h1>03 · Attention<a class="headerlink">#</a></h1>'
+        '<div class="dropdown admonition"><p>Solution</p></div>'
         '<img alt="x" src="../_images/a.png"><img alt="y" src="../_images/b.png">'
         '<table></table><a href="https://colab.research.google.com/github/o/r/blob/main/x">'
         '</a><svg><line></line></svg>')
@@ -19,6 +21,10 @@ def test_each_missing_piece_is_named():
     one_figure = GOOD.replace('<img alt="y" src="../_images/b.png">', "")
     assert check_html.check_page(one_figure, EXPECTED) == [
         "1 figures shown, the notebook made 2"]
+    assert check_html.check_page(GOOD.replace("dropdown admonition", "admonition"),
+                                 EXPECTED) == ["0 collapsed solutions, the chapter has 1"]
+    assert check_html.check_page(GOOD + "<h3>### BEGIN SOLUTION</h3>", EXPECTED) == [
+        "'BEGIN SOLUTION' shows on the page"]
     assert "not in the page's <h1>" in check_html.check_page(
         GOOD.replace("Attention", "Masking"), EXPECTED)[0]
 

@@ -32,10 +32,56 @@ if __package__ in (None, ""):
 
 from bertbook.sizes import BookSizeError, book_size
 from tools.chapters import ROOT, book_settings, chapter_sources, read_chapter
+from tools.exercises import HIDDEN, SOLUTION, exercise_cells
 
 BUILD = ROOT / "_build"
 SOURCE = BUILD / "book-src"
 CELL_TIMEOUT_S = 1800
+# Output lines of up to 100 characters (the book's line length) fit without a scroll bar.
+BOOK_CSS = """\
+.cell_output pre, .cell_input pre { font-size: 0.8rem; }
+.cell_output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+"""
+
+
+def _without(source: str, markers: tuple[str, str], keep_inside: bool) -> str:
+    """The source without the marker lines, and without what they enclose unless kept."""
+    kept, inside = [], False
+    for line in source.split("\n"):
+        stripped = line.strip().lstrip("#").strip()
+        if stripped in (m.lstrip("#").strip() for m in markers):
+            inside = stripped == markers[0].lstrip("#").strip()
+            continue
+        if keep_inside or not inside:
+            kept.append(line)
+    return "\n".join(kept).strip("\n")
+
+
+def solution_toggle(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A solution as a collapsed "Solution" box (markdown), markers removed."""
+    body = _without(cell.source, SOLUTION, keep_inside=True)
+    if cell.cell_type == "code":
+        body = f"```python\n{body}\n```"
+    return nbformat.v4.new_markdown_cell(f"````{{admonition}} Solution\n:class: dropdown\n\n"
+                                         f"{body}\n````")
+
+
+def for_readers(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook as the published book shows it.
+
+    Solutions are folded into collapsed boxes: a reader working alone can check an answer
+    without reading it by accident, and the markers no longer render as headings (the
+    chapters and their solutions are public anyway; instructors hand out `make student`'s
+    copies). Hidden tests are grading machinery, not reading, and are left out; they print
+    nothing, so no output changes.
+    """
+    for item in exercise_cells(notebook):
+        cell = notebook.cells[item.index]
+        if item.role in ("answer", "written"):
+            notebook.cells[item.index] = solution_toggle(cell)
+        elif item.role == "tests":
+            cell.source = _without(cell.source, HIDDEN, keep_inside=False)
+    return notebook
 
 
 def execute_chapter(chapter: Path, target: Path) -> float:
@@ -44,11 +90,22 @@ def execute_chapter(chapter: Path, target: Path) -> float:
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
     started = time.perf_counter()
+    code_cells = sum(cell.cell_type == "code" for cell in notebook.cells)
+    done = iter(range(1, code_cells + 1))
+
+    def show_progress(**_) -> None:
+        print(f"\r  {chapter.stem}: cell {next(done)}/{code_cells}, "
+              f"{time.perf_counter() - started:5.0f} s", end="", flush=True)
+
+    # The kernel's log level keeps its start-up warnings out of the build log.
     client = NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            on_cell_executed=show_progress,
                             resources={"metadata": {"path": str(chapter.parent)}})
     try:
         client.execute()
     finally:
+        print(flush=True)
         nbformat.write(notebook, target)  # even a failed run leaves its outputs to read
     return time.perf_counter() - started
 
@@ -90,7 +147,9 @@ def write_book_config(chapters: list[Path]) -> None:
         "launch_buttons": {"colab_url": "https://colab.research.google.com",
                            "notebook_interface": "classic"},
         "html": {"use_repository_button": True},
-        "sphinx": {"config": {"html_show_copyright": False}},
+        "sphinx": {"config": {"html_show_copyright": False, "html_static_path": ["_static"],
+                              "nb_render_markdown_format": "myst",
+                              "html_css_files": ["book.css"]}},
     }
     toc = {"format": "jb-book", "root": "intro",
            "chapters": [{"file": f"chapters/{c.stem}"} for c in chapters]
@@ -99,6 +158,8 @@ def write_book_config(chapters: list[Path]) -> None:
     (SOURCE / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     for page in ("intro.md", "references.md"):
         shutil.copy(ROOT / "book" / page, SOURCE / page)
+    (SOURCE / "_static").mkdir(exist_ok=True)
+    (SOURCE / "_static" / "book.css").write_text(BOOK_CSS)
 
 
 def execute_all(chapters: list[Path]) -> int:
@@ -106,7 +167,7 @@ def execute_all(chapters: list[Path]) -> int:
     print(f"executing {len(chapters)} chapters at size {book_size()!r}; their last run took:")
     print_expected_times(chapters)
     for number, chapter in enumerate(chapters, start=1):
-        print(f"[{number}/{len(chapters)}] {chapter.stem} ...", end=" ", flush=True)
+        print(f"[{number}/{len(chapters)}] {chapter.stem}", flush=True)
         target = SOURCE / "chapters" / chapter.with_suffix(".ipynb").name
         try:
             seconds = execute_chapter(chapter, target)
@@ -114,7 +175,8 @@ def execute_all(chapters: list[Path]) -> int:
             print(f"FAILED\n{chapter.name} stopped with: {error}\n"
                   f"its partial output is in {target}", file=sys.stderr)
             return 1
-        print(f"done in {seconds:.0f} s", flush=True)
+        print(f"  done in {seconds:.0f} s", flush=True)
+        nbformat.write(for_readers(nbformat.read(target, as_version=4)), target)
     return 0
 
 
@@ -138,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     else:
         for chapter in chapters:
-            shutil.copy(chapter.with_suffix(".ipynb"), SOURCE / "chapters")
+            notebook = nbformat.read(chapter.with_suffix(".ipynb"), as_version=4)
+            nbformat.write(for_readers(notebook), SOURCE / "chapters" / f"{chapter.stem}.ipynb")
         print(f"rendering the {len(chapters)} committed notebooks (outputs of a cpu run)")
     write_book_config(chapters)
     print("rendering the HTML book with Jupyter Book 1 ...", flush=True)

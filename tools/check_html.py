@@ -1,11 +1,11 @@
 """Open the built book in a real browser (headless Chromium) and check what readers see.
 
 For every chapter page: its title, as many figures as its notebook made plots, its tables,
-a launch link to Colab and — where the chapter shows bertviz — that the attention view
-really drew its lines. bertviz loads require.js, d3 and jquery from a CDN; offline, this
-check serves local copies installed from the npm registry instead (`--vendor`), on a copy
-of the book, so the published pages keep their CDN links. A screenshot of the attention
-chapter is saved under _build/.
+its solutions folded away, no grading markers, a launch link to Colab and — where the
+chapter shows bertviz — that the attention view really drew its lines. bertviz loads
+require.js, d3 and jquery from a CDN; offline, this check serves local copies installed
+from the npm registry instead (`--vendor`), on a copy of the book, so the published pages
+keep their CDN links. A screenshot of the attention chapter is saved under _build/.
 
     python tools/check_html.py [--html _build/html] [--vendor _build/vendor/node_modules]
 """
@@ -97,6 +97,8 @@ def expectations(chapter: Path, executed: Path) -> dict:
         "title": chapter_title(chapter).split("·", 1)[-1].strip(),
         "figures": sum("image/png" in o.get("data", {}) for o in outputs),
         "tables": len(re.findall(r"^\|[-| ]+\|$", markdown, re.M)),
+        "solutions": sum(c.source.startswith("````{admonition} Solution")
+                         for c in notebook.cells if c.cell_type == "markdown"),
         "bertviz": any("bertviz" in str(o.get("data", {}).get("text/html", ""))
                        or "require.config" in str(o.get("data", {})) for o in outputs),
     }
@@ -115,6 +117,15 @@ def check_page(dom: str, expected: dict) -> list[str]:
         problems.append(f"{tables} tables shown, the chapter has {expected['tables']}")
     if "colab.research.google.com/github/" not in dom:
         problems.append("no launch link to Colab")
+    text = re.sub(r"<[^>]+>", " ", dom)
+    for machinery in ("BEGIN SOLUTION", "HIDDEN TESTS", "NBVAL_"):
+        if machinery in text:
+            problems.append(f"{machinery!r} shows on the page")
+    toggles = len(re.findall(r'class="(?=[^"]*\badmonition\b)(?=[^"]*\bdropdown\b)[^"]*"', dom))
+    if toggles < expected["solutions"]:
+        problems.append(f"{toggles} collapsed solutions, the chapter has {expected['solutions']}")
+    if "_static/book.css" not in dom:
+        problems.append("the book's style sheet (output lines that fit) is not linked")
     if expected["bertviz"] and dom.count("<line") == 0:
         problems.append("the bertviz view drew no lines")
     return problems
