@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 
-.PHONY: setup book test check-html export sync notebooks student grade lab bench
+.PHONY: setup book test check-html export sync notebooks student grade grade-selftest lab bench
 
 setup:            ## create .venv and install everything (quick when already done)
 	bash tools/setup.sh
@@ -36,6 +36,9 @@ SUBMISSIONS ?= submissions
 TIMEOUT ?= 60
 grade: setup      ## nbgrader autograde of SUBMISSIONS/<student>/<chapter>.ipynb, sandboxed, into _build/grades.csv
 	$(PY) tools/grade.py $(SUBMISSIONS) --cell-timeout $(TIMEOUT) --out _build/grades.csv
+
+grade-selftest: setup  ## grade every chapter's reference answers with nbgrader (all points expected)
+	$(PY) tools/grade_selftest.py
 
 bench: setup      ## bertlib's pretraining step vs transformers': table and plot in benchmarks/results
 	$(PY) benchmarks/pretraining_step.py

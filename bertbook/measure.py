@@ -99,18 +99,27 @@ def peak_memory_mib(step: Callable[[], object], device: torch.device) -> float |
 
 # From chapters/09_scaling_up.py, cell 8.
 def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
-                  precision: str = "fp32") -> Callable[[], float]:
+                  precision: str = "fp32", optimizer: torch.optim.Optimizer | None = None
+                  ) -> Callable[[], float]:
     """A closure that runs one full step on `batch` (which lives on the model's device) and
-    returns the loss."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    returns the loss.
+
+    Steps over several batches of one model must share its `optimizer`: each AdamW keeps
+    two float32 copies of every weight, so one per batch would hold gigabytes for nothing.
+    fp16 scales the loss (GradScaler), as fp16's narrow range needs; bf16 and fp32 do not.
+    """
+    optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-4)
     device_type = next(model.parameters()).device.type
+    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    scaler = torch.amp.GradScaler(device_type, enabled=precision == "fp16")
     model.train()
 
     def step() -> float:
-        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+        with torch.autocast(device_type, dtype=half or torch.float32, enabled=half is not None):
             loss = model(**batch).loss
-        loss.backward()
-        optimizer.step()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
         optimizer.zero_grad(set_to_none=True)
         return float(loss.detach())
 

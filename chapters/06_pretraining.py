@@ -719,6 +719,7 @@ def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
 
 # %%
 #| export bertlib/pretrain/__init__.py
+import hashlib
 import json
 import sys
 
@@ -736,8 +737,38 @@ from bertlib.pretraining import (
 )
 from bertlib.runtime import best_device, seed_everything
 from bertlib.sentence_pairs import sentence_documents, sentence_pairs
-from bertlib.tokenizer import train_wordpiece
+from bertlib.tokenizer import BertTokenizer, train_wordpiece
 from bertlib.train import Trainer, TrainingConfig, prepare_output_dir, resolve_precision
+
+
+def text_digest(paragraphs: list[str]) -> str:
+    """A short fingerprint of the training text: a resumed run must read the same text."""
+    return hashlib.sha256("\n".join(paragraphs).encode("utf-8")).hexdigest()[:16]
+
+
+def run_vocabulary(output_dir: Path, paragraphs: list[str], size: int, resume: bool,
+                   given: BertTokenizer | None = None) -> BertTokenizer:
+    """The run's vocabulary, kept in its folder (output_dir/vocabulary).
+
+    WordPiece training is not deterministic from one process to the next, so a resumed run
+    reads the vocabulary its checkpoint was trained with instead of training another (a
+    new one maps hundreds of ids to other pieces, and the model would go on learning
+    nonsense without a word of warning). `given` is used, and saved, instead of training.
+    """
+    folder = output_dir / "vocabulary"
+    if not resume:
+        tokenizer = given or train_wordpiece(paragraphs, size)
+        tokenizer.save_pretrained(folder)
+        return tokenizer
+    if not (folder / "vocab.txt").is_file():
+        raise CheckpointError(f"{output_dir} keeps no vocabulary/vocab.txt, so the pieces its "
+                              "checkpoint was trained on are unknown; start a new run in "
+                              "another folder")
+    saved = BertTokenizer.from_pretrained(folder)
+    if given is not None and given.vocab != saved.vocab:
+        raise ConfigError(f"the tokenizer given differs from the one the run in {output_dir} "
+                          "was trained with; resume without one (the run's is read back)")
+    return saved
 
 
 def check_run(output_dir: Path, run: dict, resume: bool) -> None:
@@ -757,8 +788,9 @@ def check_run(output_dir: Path, run: dict, resume: bool) -> None:
     wanted = json.loads(json.dumps(run))  # the same types as the saved JSON
     changed = {key: (saved["settings"].get(key), value)
                for key, value in wanted["settings"].items() if saved["settings"].get(key) != value}
-    if saved.get("model") != wanted["model"]:
-        changed["model"] = (saved.get("model"), wanted["model"])
+    for key in ("model", "text"):
+        if saved.get(key) != wanted.get(key):
+            changed[key] = (saved.get(key), wanted.get(key))
     if changed:
         listed = "; ".join(f"{key}: {old!r} then, {new!r} now"
                            for key, (old, new) in changed.items())
@@ -769,24 +801,27 @@ def check_run(output_dir: Path, run: dict, resume: bool) -> None:
 
 def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
                     device=None, progress: bool = True, objective: str = "mlm+nsp",
-                    model_class: type | None = None) -> dict:
+                    model_class: type | None = None,
+                    tokenizer: BertTokenizer | None = None) -> dict:
     """Pretrain with a size's settings; returns model, tokenizer, state, evaluation...
 
     model_class replaces the objective's model by another one that reads the same batches
     (chapter 07 trains a left-to-right model this way, on exactly the same data); the
-    batches carry next-sentence labels only for a model with that head.
+    batches carry next-sentence labels only for a model with that head. tokenizer: a
+    vocabulary to train with instead of learning one from the training articles.
     """
     model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
                                   else BertForMaskedLM)
     output_dir = Path(output_dir)
     prepare_output_dir(output_dir)
-    check_run(output_dir, {"settings": settings, "model": model_class.__name__}, resume)
     device = device or best_device()
     seed_everything(0)
     articles = load_corpus(settings["corpus"], settings["articles"])
     train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
-    tokenizer = train_wordpiece([p for a in train_articles for p in a.paragraphs],
-                                settings["vocab"])
+    paragraphs = [p for a in train_articles for p in a.paragraphs]
+    check_run(output_dir, {"settings": settings, "model": model_class.__name__,
+                           "text": text_digest(paragraphs)}, resume)
+    tokenizer = run_vocabulary(output_dir, paragraphs, settings["vocab"], resume, tokenizer)
 
     def make_pairs(part, seed):
         documents = sentence_documents(part, lambda s: tokenizer.encode(s).ids[1:-1])
@@ -871,6 +906,8 @@ def top_guesses(model, tokenizer, batch, k: int = 5) -> list[str]:
 
 articles = load_corpus(S["corpus"], S["articles"])
 train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
+# The run's vocabulary, learned here so that the probes can be made before the run;
+# run_pretraining trains with it (and keeps it in the run folder).
 probe_tokenizer = train_wordpiece([p for a in train_articles for p in a.paragraphs], S["vocab"])
 probes = [hide_a_word(split_sentences(a.paragraphs[0])[0], probe_tokenizer)
           for a in test_articles[:6]]
@@ -888,7 +925,7 @@ before = [top_guesses(untrained, probe_tokenizer, batch) for batch, _ in probes]
 run_folder = tempfile.TemporaryDirectory(prefix=f"bert-{SIZE}-")  # deleted when the kernel stops
 run_dir = Path(run_folder.name)
 started = time.perf_counter()
-run = run_pretraining(S, run_dir, device=DEVICE)
+run = run_pretraining(S, run_dir, device=DEVICE, tokenizer=probe_tokenizer)
 minutes = (time.perf_counter() - started) / 60
 history, evaluation, baselines = run["state"].history, run["evaluation"], run["baselines"]
 tokens = sum(record["tokens"] for record in history)

@@ -1,6 +1,8 @@
 """Chapter 09's levers: packing keeps documents apart, checkpointing and FLOP counts are
 right, the paper's budget adds up; and BertModel's new inputs fail with clear errors."""
 
+import math
+
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -10,6 +12,7 @@ from bertbook.measure import (
     datasheet_peak_flops,
     interleaved_timings,
     training_flops_per_token,
+    training_step,
 )
 from bertlib.config import BertConfig
 from bertlib.errors import InputError
@@ -123,3 +126,31 @@ def test_datasheet_peaks_match_whole_names(monkeypatch, name, tflops):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
     peak = datasheet_peak_flops(torch.device("cuda"))
     assert peak == (None if tflops is None else tflops * 1e12)
+
+
+def _masked_batch(seed: int) -> dict[str, torch.Tensor]:
+    """Four rows of 16 random ids, a quarter of them to predict."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, 60, (4, 16), generator=generator)
+    labels = torch.where(torch.rand(4, 16, generator=generator) < 0.25, ids, -100)
+    labels[:, 0] = ids[:, 0]  # at least one target per row
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+
+
+def test_steps_over_several_batches_share_one_optimizer():
+    """Chapter 09's packing lever made an AdamW per batch (86 of them, ~70 GiB at the gpu
+    size); steps given one optimizer must all update through it."""
+    model = BertForMaskedLM(BertConfig.preset("bert-tiny", vocab_size=60))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    batches = [_masked_batch(seed) for seed in (0, 1)]
+    for batch in batches:
+        training_step(model, batch, optimizer=optimizer)()
+    steps_taken = [int(optimizer.state[p]["step"]) for p in model.parameters()
+                   if p in optimizer.state]
+    assert steps_taken and set(steps_taken) == {2}
+
+
+def test_an_fp16_step_scales_its_loss():
+    model = BertForMaskedLM(BertConfig.preset("bert-tiny", vocab_size=60))
+    step = training_step(model, _masked_batch(0), precision="fp16")
+    assert math.isfinite(step())

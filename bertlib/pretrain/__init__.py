@@ -7,6 +7,7 @@
 """
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -25,10 +26,10 @@ from bertlib.pretraining import (
 )
 from bertlib.runtime import best_device, seed_everything
 from bertlib.sentence_pairs import sentence_documents, sentence_pairs
-from bertlib.tokenizer import train_wordpiece
+from bertlib.tokenizer import BertTokenizer, train_wordpiece
 from bertlib.train import Trainer, TrainingConfig, prepare_output_dir, resolve_precision
 
-__all__ = ["SIZES", "check_run", "run_pretraining", "main"]
+__all__ = ["SIZES", "text_digest", "run_vocabulary", "check_run", "run_pretraining", "main"]
 
 
 # From chapters/06_pretraining.py, cell 4.
@@ -46,6 +47,36 @@ SIZES = {
 
 
 # From chapters/06_pretraining.py, cell 26.
+def text_digest(paragraphs: list[str]) -> str:
+    """A short fingerprint of the training text: a resumed run must read the same text."""
+    return hashlib.sha256("\n".join(paragraphs).encode("utf-8")).hexdigest()[:16]
+
+
+def run_vocabulary(output_dir: Path, paragraphs: list[str], size: int, resume: bool,
+                   given: BertTokenizer | None = None) -> BertTokenizer:
+    """The run's vocabulary, kept in its folder (output_dir/vocabulary).
+
+    WordPiece training is not deterministic from one process to the next, so a resumed run
+    reads the vocabulary its checkpoint was trained with instead of training another (a
+    new one maps hundreds of ids to other pieces, and the model would go on learning
+    nonsense without a word of warning). `given` is used, and saved, instead of training.
+    """
+    folder = output_dir / "vocabulary"
+    if not resume:
+        tokenizer = given or train_wordpiece(paragraphs, size)
+        tokenizer.save_pretrained(folder)
+        return tokenizer
+    if not (folder / "vocab.txt").is_file():
+        raise CheckpointError(f"{output_dir} keeps no vocabulary/vocab.txt, so the pieces its "
+                              "checkpoint was trained on are unknown; start a new run in "
+                              "another folder")
+    saved = BertTokenizer.from_pretrained(folder)
+    if given is not None and given.vocab != saved.vocab:
+        raise ConfigError(f"the tokenizer given differs from the one the run in {output_dir} "
+                          "was trained with; resume without one (the run's is read back)")
+    return saved
+
+
 def check_run(output_dir: Path, run: dict, resume: bool) -> None:
     """A new run writes what it was asked for in run.json; a resumed one must ask for the
     same, or it would continue on other text, another model or another schedule."""
@@ -63,8 +94,9 @@ def check_run(output_dir: Path, run: dict, resume: bool) -> None:
     wanted = json.loads(json.dumps(run))  # the same types as the saved JSON
     changed = {key: (saved["settings"].get(key), value)
                for key, value in wanted["settings"].items() if saved["settings"].get(key) != value}
-    if saved.get("model") != wanted["model"]:
-        changed["model"] = (saved.get("model"), wanted["model"])
+    for key in ("model", "text"):
+        if saved.get(key) != wanted.get(key):
+            changed[key] = (saved.get(key), wanted.get(key))
     if changed:
         listed = "; ".join(f"{key}: {old!r} then, {new!r} now"
                            for key, (old, new) in changed.items())
@@ -75,24 +107,27 @@ def check_run(output_dir: Path, run: dict, resume: bool) -> None:
 
 def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
                     device=None, progress: bool = True, objective: str = "mlm+nsp",
-                    model_class: type | None = None) -> dict:
+                    model_class: type | None = None,
+                    tokenizer: BertTokenizer | None = None) -> dict:
     """Pretrain with a size's settings; returns model, tokenizer, state, evaluation...
 
     model_class replaces the objective's model by another one that reads the same batches
     (chapter 07 trains a left-to-right model this way, on exactly the same data); the
-    batches carry next-sentence labels only for a model with that head.
+    batches carry next-sentence labels only for a model with that head. tokenizer: a
+    vocabulary to train with instead of learning one from the training articles.
     """
     model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
                                   else BertForMaskedLM)
     output_dir = Path(output_dir)
     prepare_output_dir(output_dir)
-    check_run(output_dir, {"settings": settings, "model": model_class.__name__}, resume)
     device = device or best_device()
     seed_everything(0)
     articles = load_corpus(settings["corpus"], settings["articles"])
     train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
-    tokenizer = train_wordpiece([p for a in train_articles for p in a.paragraphs],
-                                settings["vocab"])
+    paragraphs = [p for a in train_articles for p in a.paragraphs]
+    check_run(output_dir, {"settings": settings, "model": model_class.__name__,
+                           "text": text_digest(paragraphs)}, resume)
+    tokenizer = run_vocabulary(output_dir, paragraphs, settings["vocab"], resume, tokenizer)
 
     def make_pairs(part, seed):
         documents = sentence_documents(part, lambda s: tokenizer.encode(s).ids[1:-1])
