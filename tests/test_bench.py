@@ -5,6 +5,9 @@ import json
 import subprocess
 import sys
 
+import pytest
+import torch
+
 
 def test_the_quick_benchmark_writes_its_table(root, tmp_path):
     done = subprocess.run([sys.executable, str(root / "benchmarks" / "pretraining_step.py"),
@@ -17,3 +20,50 @@ def test_the_quick_benchmark_writes_its_table(root, tmp_path):
     assert row["bertlib_tok_s"] > 0 and row["transformers_tok_s"] > 0
     assert row["bertlib_mib"] > 0 and row["transformers_mib"] > 0
     assert (tmp_path / "pretraining_step.png").stat().st_size > 1000
+
+
+def _gpu_benchmark(root):
+    """benchmarks/gpu_bert_base.py as a module (it imports its neighbour pretraining_step)."""
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import gpu_bert_base
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    return gpu_bert_base
+
+
+def test_the_gpu_benchmark_reports_the_attention_kernel_that_ran(root):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from bertlib.config import BertConfig
+    from bertlib.model import BertModel
+
+    benchmark = _gpu_benchmark(root)
+    model = BertModel(BertConfig.preset("bert-tiny", vocab_size=100)).eval()
+    ids = torch.randint(5, 100, (2, 16))
+    assert benchmark.attention_kernels(lambda: model(ids)) == ["flash"]
+
+    def unfused():
+        with sdpa_kernel(SDPBackend.MATH):
+            model(ids)
+
+    assert benchmark.attention_kernels(unfused) == ["math (unfused)"]
+
+
+def test_the_gpu_benchmark_gives_an_unpadded_batch_no_mask(root):
+    benchmark = _gpu_benchmark(root)
+    batch = {"input_ids": torch.ones(2, 4, dtype=torch.long),
+             "attention_mask": torch.ones(2, 4, dtype=torch.long)}
+    assert set(benchmark.unpadded(batch)) == {"input_ids"}
+    batch["attention_mask"][1, 3] = 0
+    with pytest.raises(ValueError, match="padding"):
+        benchmark.unpadded(batch)
+
+
+def test_the_gpu_benchmark_refuses_cleanly_without_cuda(root):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_bert_base.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "no CUDA device here" in done.stdout
+    assert "Traceback" not in done.stderr
