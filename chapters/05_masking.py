@@ -442,7 +442,11 @@ def _split_chunk(chunk: list[list[int]], rng: random.Random) -> tuple[list[int],
 
 def _random_segment(documents, avoid: int, length: int, rng: random.Random) -> list[int]:
     """Consecutive sentences from a random other document, about `length` tokens long."""
-    other = rng.choice([d for d in range(len(documents)) if d != avoid])
+    # Any document but `avoid`, drawn without listing them all (that was O(documents) per
+    # pair): the same draw as rng.choice of the list of the others.
+    other = rng.randrange(len(documents) - 1)
+    if other >= avoid:
+        other += 1
     sentences = documents[other]
     start, segment = rng.randrange(len(sentences)), []
     for sentence in sentences[start:]:

@@ -159,3 +159,18 @@ def test_sentence_splitting():
 def test_pairs_need_two_documents():
     with pytest.raises(ValueError, match="two documents"):
         sentence_pairs([[[1, 2], [3]]])
+
+
+def test_a_random_segment_is_drawn_without_listing_every_document():
+    """The random B segment comes from any document but A's, as the old list-of-all-others
+    draw chose it (the same pairs, the same seeds), without that O(documents) list."""
+    from bertlib.sentence_pairs import _random_segment
+
+    documents = [[[10 * d + s] for s in range(3)] for d in range(7)]
+    for seed in range(40):
+        avoid = seed % 7
+        listed, drawn = random.Random(seed), random.Random(seed)
+        other = listed.choice([d for d in range(len(documents)) if d != avoid])
+        start = listed.randrange(3)
+        expected = [t for sentence in documents[other][start:] for t in sentence][:1]
+        assert _random_segment(documents, avoid, 1, drawn) == expected
