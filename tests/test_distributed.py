@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,6 +14,8 @@ from safetensors.torch import load_file
 from bertlib.distributed import DataParallelTrainer, switch_off_dropout
 from bertlib.errors import BertlibError
 from bertlib.train import TrainingConfig
+
+HELPERS = Path(__file__).parent / "helpers"
 
 
 def _fine_tune(processes: int, out) -> dict:
@@ -87,3 +90,25 @@ def test_nccl_only_when_every_local_rank_has_a_gpu(monkeypatch, gpus, backend, d
     monkeypatch.setattr(distributed.dist, "get_world_size", lambda: 2)
     rank, world, where = distributed.start_process_group()
     assert (rank, world, chosen["backend"], str(where)) == (1, 2, backend, device)
+
+
+def _pretrain(out, *flags: str) -> None:
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               "--nproc_per_node", "2", str(HELPERS / "ddp_pretrain.py"), "--out", str(out),
+               *flags]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_resumed_two_process_run_continues_as_an_unbroken_one(tmp_path):
+    """Each rank masks with its own collator and drops out with its own RNG: restoring
+    rank 0's state on every rank would change rank 1's masks and the losses after it."""
+    _pretrain(tmp_path / "whole")
+    _pretrain(tmp_path / "broken", "--stop-after", "2")
+    _pretrain(tmp_path / "broken", "--resume")
+    whole = json.loads((tmp_path / "whole" / "losses.json").read_text())
+    resumed = json.loads((tmp_path / "broken" / "losses-resumed.json").read_text())
+    assert [resumed[step] for step in ("3", "4")] == pytest.approx(
+        [whole[step] for step in ("3", "4")], abs=1e-6)
+    assert (tmp_path / "broken" / "rank1-of-2.pt").is_file()

@@ -1,6 +1,8 @@
 """The repository's set-up files agree with each other."""
 
+import os
 import re
+import subprocess
 
 import yaml
 
@@ -14,7 +16,7 @@ def _requirement_names(requirements: list[str]) -> dict[str, str]:
 
 def test_environment_yml_pip_section_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + [dep for extra in ("book", "dev")
+    wanted = project["dependencies"] + [dep for extra in ("book", "dev", "instructor")
                                         for dep in project["optional-dependencies"][extra]]
     environment = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
@@ -34,3 +36,37 @@ def test_ci_runs_the_readme_test_command():
     assert "make test" in readme and "make book" in readme
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^stage \"make test\" make test$", ci, re.M)  # timed, then run
+
+
+def _torch_source(nvidia_smi: str, tmp_path, **extra_env: str) -> str:
+    """What setup.sh would install torch from, with a fake nvidia-smi that prints this."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "nvidia-smi").write_text(f"#!/bin/sh\n{nvidia_smi}\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    env = {name: value for name, value in os.environ.items() if name != "TORCH_INDEX"}
+    env.update(PATH=f"{fake}{os.pathsep}{env['PATH']}", **extra_env)
+    done = subprocess.run(["bash", str(ROOT / "tools" / "setup.sh"), "--torch-source"],
+                          env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_setup_installs_a_cuda_torch_where_an_nvidia_gpu_answers(tmp_path):
+    gpu = "echo 'GPU 0: Tesla T4 (UUID: GPU-0)'"
+    no_gpu = "echo 'NVIDIA-SMI has failed: no driver' >&2; exit 9"
+    assert _torch_source(gpu, tmp_path) == "cuda pypi"
+    assert _torch_source(no_gpu, tmp_path) == "cpu https://download.pytorch.org/whl/cpu"
+    index = "https://download.pytorch.org/whl/cu124"
+    assert _torch_source(gpu, tmp_path, TORCH_INDEX=index) == f"index {index}"
+
+
+def test_colab_installs_only_what_its_runtime_lacks():
+    """Colab has torch (a CUDA build), Jupyter and most of the stack; upgrading them into its
+    runtime breaks it. Each chapter's first cell installs bertlib[colab]."""
+    from tools.sync import colab_cell
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    colab = set(_requirement_names(project["optional-dependencies"]["colab"]))
+    assert "datasets" in colab  # the gpu size's corpora and benchmarks
+    assert not colab & {"torch", "jupyterlab", "ipykernel", "jupyter-book", "jupytext"}
+    assert "bertlib[colab] @ git+" in colab_cell()

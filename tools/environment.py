@@ -23,7 +23,7 @@ HEADER = """\
 def environment() -> dict:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    requirements = project["dependencies"] + extras["book"] + extras["dev"]
+    requirements = project["dependencies"] + extras["book"] + extras["dev"] + extras["instructor"]
     pip = ["--extra-index-url https://download.pytorch.org/whl/cpu", *requirements, "-e ."]
     return {"name": "bert-end-to-end", "channels": ["conda-forge"],
             "dependencies": ["python=3.11", "pip", {"pip": pip}]}

@@ -52,7 +52,7 @@ def colab_cell(root: Path = ROOT) -> str:
         'if "google.colab" in sys.modules:',
         f'    REPO = "https://github.com/{settings["repository"]}"',
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q",',
-        f'                    f"bertlib[book] @ git+{{REPO}}@{settings["branch"]}"], check=True)',
+        f'                    f"bertlib[colab] @ git+{{REPO}}@{settings["branch"]}"], check=True)',
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",',
         f"                    {packages}], check=True)",
     ])

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_dropout:
         switch_off_dropout(model)
     config = TrainingConfig(steps=args.steps, batch_size=args.batch_size, learning_rate=5e-5,
-                            precision="fp32", progress=False)
+                            precision="auto", progress=False)
     trainer_class = DataParallelTrainer if world > 1 else Trainer
     state = trainer_class(model, features, PaddingCollator(tokenizer.pad_id), config,
                           device).train()

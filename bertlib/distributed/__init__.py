@@ -17,7 +17,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from bertlib.errors import ConfigError
+from bertlib.errors import CheckpointError, ConfigError
 from bertlib.runtime import best_device
 from bertlib.train import Trainer, TrainingConfig
 
@@ -64,10 +64,36 @@ class DataParallelTrainer(Trainer):
         self.forward_model = DistributedDataParallel(self.model, device_ids=device_ids)
 
     def save_checkpoint(self) -> Path | None:
-        """Rank 0 writes (every copy holds the same weights); the others wait for it."""
+        """Rank 0 writes what all share (every copy holds the same weights and optimiser
+        state); every rank writes what is its own: its collator's masking state and its
+        random number generators. A resumed run then draws the masks and dropout that an
+        unbroken one would have drawn, on every rank, not rank 0's on all of them."""
         path = super().save_checkpoint() if self.rank == 0 else None
+        own = {"collator": self.collator.state_dict(), "torch_rng": torch.get_rng_state(),
+               "cuda_rng": (torch.cuda.get_rng_state(self.device)
+                            if self.device.type == "cuda" else None)}
+        self._own_state_path().parent.mkdir(parents=True, exist_ok=True)
+        temporary = self._own_state_path().with_suffix(".tmp")
+        torch.save(own, temporary)
+        temporary.replace(self._own_state_path())
         dist.barrier()
         return path
+
+    def load_checkpoint(self) -> None:
+        """The shared state from rank 0's checkpoint, then this rank's own."""
+        super().load_checkpoint()
+        path = self._own_state_path()
+        if not path.is_file():
+            raise CheckpointError(f"{path} is missing: the run was saved by another number "
+                                  f"of processes than {self.world_size}; resume with as many")
+        own = torch.load(path, map_location="cpu", weights_only=False)  # our own file
+        self.collator.load_state_dict(own["collator"])
+        torch.set_rng_state(own["torch_rng"])
+        if own["cuda_rng"] is not None and self.device.type == "cuda":
+            torch.cuda.set_rng_state(own["cuda_rng"], self.device)
+
+    def _own_state_path(self) -> Path:
+        return self.checkpoint_path.with_name(f"rank{self.rank}-of-{self.world_size}.pt")
 
     def _whole_batch(self, loss: float, tokens: int) -> tuple[float, int]:
         """Mean loss and total tokens over all processes. Every process then judges the
