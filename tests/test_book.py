@@ -85,3 +85,15 @@ def test_library_table_lists_modules_under_their_chapter():
     table = library_map.library_table()
     assert "| 04_encoder | `bertlib.model` |" in table
     assert "`BertModel`" in table and "`BertForMaskedLM`" in table
+
+
+def test_a_run_folder_is_replaced_by_a_rerun(tmp_path, monkeypatch):
+    from bertbook.runs import RUNS_VARIABLE, run_folder
+
+    monkeypatch.setenv(RUNS_VARIABLE, str(tmp_path))
+    first = run_folder("ch06-smoke")
+    (first / "checkpoint.pt").write_bytes(b"old")
+    again = run_folder("ch06-smoke")
+    assert again == tmp_path / "ch06-smoke" and list(again.iterdir()) == []
+    with pytest.raises(ValueError, match="one folder name"):
+        run_folder("../elsewhere")

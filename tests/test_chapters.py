@@ -75,6 +75,9 @@ def test_every_coding_exercise_has_a_check_after_it(chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda c: c.stem)
 def test_chapters_leave_nothing_in_the_temp_folder(chapter):
-    """Runs go to a TemporaryDirectory, which is deleted when the kernel stops; a bare
-    mkdtemp left 11-15 MB behind per run of chapters 06 and 07."""
-    assert "mkdtemp(" not in chapter.read_text()
+    """Training runs go to bertbook.runs.run_folder, which a re-run replaces; temporary
+    folders only as `with` blocks. A bare mkdtemp left 11-15 MB behind per run of chapters
+    06 and 07, and a TemporaryDirectory kept open is not removed when the kernel is killed."""
+    text = chapter.read_text()
+    assert "mkdtemp(" not in text
+    assert "= tempfile.TemporaryDirectory(" not in text

@@ -112,3 +112,13 @@ def test_a_resumed_two_process_run_continues_as_an_unbroken_one(tmp_path):
     assert [resumed[step] for step in ("3", "4")] == pytest.approx(
         [whole[step] for step in ("3", "4")], abs=1e-6)
     assert (tmp_path / "broken" / "rank1-of-2.pt").is_file()
+
+
+def test_accumulating_micro_batches_exchange_gradients_once_per_step(tmp_path):
+    """DDP's no_sync on all but the last micro-batch: two micro-batches per step cost as
+    many gradient exchanges as one (without it, twice as many)."""
+    _pretrain(tmp_path / "one", "--accumulation", "1")
+    _pretrain(tmp_path / "two", "--accumulation", "2")
+    once, twice = (json.loads((tmp_path / name / "exchanges.json").read_text())
+                   for name in ("one", "two"))
+    assert once > 0 and twice == once

@@ -8,6 +8,7 @@ averages the gradients so that every copy makes the same update. On CPUs the pro
 talk over gloo, on GPUs over NCCL.
 """
 
+import contextlib
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -95,13 +96,19 @@ class DataParallelTrainer(Trainer):
     def _own_state_path(self) -> Path:
         return self.checkpoint_path.with_name(f"rank{self.rank}-of-{self.world_size}.pt")
 
-    def _whole_batch(self, loss: float, tokens: int) -> tuple[float, int]:
-        """Mean loss and total tokens over all processes. Every process then judges the
+    def _whole_batch(self, totals: torch.Tensor) -> torch.Tensor:
+        """[mean loss, total tokens] over all processes. Every process then judges the
         same loss, so if training diverges they all stop together instead of one stopping
         while the others wait for it forever."""
-        totals = torch.tensor([loss, tokens], dtype=torch.float64, device=self.device)
+        totals = totals.clone()
         dist.all_reduce(totals)
-        return totals[0].item() / self.world_size, int(totals[1])
+        totals[0] /= self.world_size
+        return totals
+
+    def _gradient_sync(self, last: bool):
+        """DDP averages gradients during backward; with accumulation that is needed only
+        once per step, after the last micro-batch (no_sync skips it for the others)."""
+        return contextlib.nullcontext() if last else self.forward_model.no_sync()
 
 
 # From chapters/09_scaling_up.py, cell 52.

@@ -3,7 +3,9 @@ from each rank's collator and its dropout from each rank's RNG, so resuming it e
 every rank's own state.
 
     python -m torch.distributed.run --nproc_per_node 2 tests/helpers/ddp_pretrain.py \\
-        --out DIR [--stop-after N] [--resume]
+        --out DIR [--stop-after N] [--resume] [--accumulation N]
+
+It also counts DDP's gradient exchanges (a communication hook), written to exchanges.json.
 """
 
 import argparse
@@ -12,6 +14,7 @@ import sys
 from pathlib import Path
 
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 from bertbook.datasets import minilm_dir
 from bertlib.config import BertConfig
@@ -36,6 +39,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--stop-after", type=int, default=0)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--accumulation", type=int, default=1)
     args = parser.parse_args()
     rank, _, device = start_process_group()
     seed_everything(rank)  # each rank its own dropout draws
@@ -46,7 +50,8 @@ def main() -> int:
     model = BertForMaskedLM(BertConfig.preset("bert-tiny", vocab_size=tokenizer.vocab_size,
                                               max_position_embeddings=32))
     config = TrainingConfig(steps=STEPS, batch_size=8, learning_rate=1e-3, warmup_steps=1,
-                            checkpoint_every=1, progress=False)
+                            accumulation=args.accumulation, checkpoint_every=1,
+                            progress=False)
     collator = PretrainingCollator(tokenizer, seed=rank, next_sentence=False)
     trainer = DataParallelTrainer(model, pairs, collator, config, device, output_dir=args.out)
 
@@ -55,6 +60,13 @@ def main() -> int:
             raise Stop
 
     trainer.callbacks.append(stop)
+    exchanges = [0]
+
+    def counted_allreduce(process_group, bucket):
+        exchanges[0] += 1
+        return default_hooks.allreduce_hook(process_group, bucket)
+
+    trainer.forward_model.register_comm_hook(None, counted_allreduce)
     try:
         state = trainer.train(resume=args.resume)
     except Stop:
@@ -63,6 +75,7 @@ def main() -> int:
         losses = {record["step"]: record["loss"] for record in state.history}
         name = "losses-resumed.json" if args.resume else "losses.json"
         (args.out / name).write_text(json.dumps(losses))
+        (args.out / "exchanges.json").write_text(json.dumps(exchanges[0] / STEPS))
     dist.destroy_process_group()
     return 0
 
