@@ -40,3 +40,17 @@ def test_the_book_folds_solutions_and_drops_hidden_tests():
     assert ":class: dropdown" in toggles[0].source  # collapsed until the reader opens it
     tests = next(c for c in shown.cells if "check_top_words(top_words)" in c.source)
     assert tests.outputs, "the check's output stays"
+
+
+def test_executing_keeps_kernel_noise_out_of_the_build_log(tmp_path, capfd):
+    """The kernel's start-up warning and the profiler's USDT lines go to a log file beside
+    the executed notebook; the cells' own output stays in the notebook."""
+    chapter = tmp_path / "99_tiny.py"
+    chapter.write_text("# %%\nimport torch\nfrom torch.profiler import profile\n\n"
+                       "with profile():\n    torch.ones(2).sum()\nprint('cell output')\n")
+    target = tmp_path / "99_tiny.ipynb"
+    build_book.execute_chapter(chapter, target)
+    shown = "".join(capfd.readouterr())
+    assert "USDT" not in shown and "without encryption" not in shown
+    assert "USDT" in target.with_suffix(".kernel.log").read_text()
+    assert "cell output" in target.read_text()

@@ -97,13 +97,16 @@ def execute_chapter(chapter: Path, target: Path) -> float:
         print(f"\r  {chapter.stem}: cell {next(done)}/{code_cells}, "
               f"{time.perf_counter() - started:5.0f} s", end="", flush=True)
 
-    # The kernel's log level keeps its start-up warnings out of the build log.
+    # The kernel process's own output (its start-up warnings, the profiler's USDT lines)
+    # goes to a log file beside the notebook, not into the build log; what cells print goes
+    # into the notebook as always.
     client = NotebookClient(notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             extra_arguments=["--IPKernelApp.log_level=ERROR"],
                             on_cell_executed=show_progress,
                             resources={"metadata": {"path": str(chapter.parent)}})
     try:
-        client.execute()
+        with open(target.with_suffix(".kernel.log"), "w") as kernel_log:
+            client.execute(stdout=kernel_log, stderr=kernel_log)
     finally:
         print(flush=True)
         nbformat.write(notebook, target)  # even a failed run leaves its outputs to read
