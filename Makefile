@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 
-.PHONY: setup book test check-html export sync notebooks student grade grade-selftest lab bench
+.PHONY: setup book test check-html export sync notebooks student grade grade-selftest lab bench gpu-check
 
 setup:            ## create .venv and install everything (quick when already done)
 	bash tools/setup.sh
@@ -42,6 +42,9 @@ grade-selftest: setup  ## grade every chapter's reference answers with nbgrader 
 
 bench: setup      ## bertlib's pretraining step vs transformers': table and plot in benchmarks/results
 	$(PY) benchmarks/pretraining_step.py
+
+gpu-check: setup  ## on a CUDA machine: resume, benchmark and DDP checks, one JSON summary
+	$(PY) benchmarks/gpu_check.py
 
 lab: setup        ## JupyterLab on the chapters
 	$(VENV)/bin/jupyter lab chapters/

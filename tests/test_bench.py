@@ -67,3 +67,12 @@ def test_the_gpu_benchmark_refuses_cleanly_without_cuda(root):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "no CUDA device here" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_the_gpu_check_refuses_cleanly_without_cuda(root):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_check.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "no CUDA device here" in done.stdout
+    assert "Traceback" not in done.stderr
