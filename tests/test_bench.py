@@ -60,19 +60,12 @@ def test_the_gpu_benchmark_gives_an_unpadded_batch_no_mask(root):
         benchmark.unpadded(batch)
 
 
-def test_the_gpu_benchmark_refuses_cleanly_without_cuda(root):
+@pytest.mark.parametrize("script", ["gpu_bert_base.py", "gpu_check.py"])
+def test_gpu_scripts_refuse_cleanly_without_cuda(root, script):
+    """`make gpu-check` and the GPU benchmark say there is nothing to measure, exit 2."""
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    done = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_bert_base.py")],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and "no CUDA device here" in done.stdout
-    assert "Traceback" not in done.stderr
-
-
-def test_the_gpu_check_refuses_cleanly_without_cuda(root):
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU")
-    done = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_check.py")],
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / script)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "no CUDA device here" in done.stdout
     assert "Traceback" not in done.stderr
