@@ -12,8 +12,9 @@ import nbformat
 import pytest
 
 from tools import grade, sandbox
-from tools.chapters import ROOT, read_chapter
-from tools.exercises import SOLUTION, exercise_cells
+from tools.chapters import ROOT
+from tools.exercises import grade_id_of
+from tools.grade_selftest import answered_copy, reference_answers
 from tools.student import write_student_copies
 
 PREFACE = ROOT / "chapters" / "00_preface.py"
@@ -24,25 +25,12 @@ pytestmark = pytest.mark.skipif(not sandbox.available(),
                                 reason="this machine allows no user namespaces")
 
 
-def _solutions() -> dict[str, str]:
-    """The instructor's answers, without nbgrader's markers."""
-    notebook = read_chapter(PREFACE)
-    return {item.exercise: "\n".join(line for line in notebook.cells[item.index].source
-                                     .split("\n") if line.strip() not in SOLUTION)
-            for item in exercise_cells(notebook) if item.role == "answer"}
-
-
 def _submit(folder, student: str, released, answers: dict[str, str] | None = None,
             drop: str = "") -> None:
-    """`student`'s copy of the preface with the solutions, or `answers` in their place."""
-    notebook = nbformat.read(released, as_version=4)
-    chosen = {**_solutions(), **(answers or {})}
-    for cell in list(notebook.cells):
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        if drop and grade_id == drop:
-            notebook.cells.remove(cell)
-        elif grade_id.endswith("_answer"):
-            cell.source = chosen[grade_id[2:5].replace("_", ".")]
+    """`student`'s copy of the preface with the reference answers, or with `answers` (by
+    grade id) in their place; the cell with grade id `drop` deleted."""
+    notebook = answered_copy(released, {**reference_answers(PREFACE), **(answers or {})})
+    notebook.cells = [cell for cell in notebook.cells if not drop or grade_id_of(cell) != drop]
     target = folder / student / "00_preface.ipynb"
     target.parent.mkdir(parents=True)
     nbformat.write(notebook, target)
@@ -105,17 +93,18 @@ def protected():
 def grades(tmp_path_factory, released, protected):
     folder = tmp_path_factory.mktemp("submissions")
     _submit(folder, "ada", released)
-    _submit(folder, "bob", released, {"0.2": WRONG_SIZE_FOR})
-    _submit(folder, "cyd", released, {"0.1": CRASH})
-    _submit(folder, "dee", released, {"0.1": ENDLESS})
+    _submit(folder, "bob", released, {"ex0_2_answer": WRONG_SIZE_FOR})
+    _submit(folder, "cyd", released, {"ex0_1_answer": CRASH})
+    _submit(folder, "dee", released, {"ex0_1_answer": ENDLESS})
     (folder / "eve").mkdir()
     (folder / "eve" / "00_preface.ipynb").write_text("{ this is not json")
     _submit(folder, "fay", released, drop="ex0_1_answer")
     (folder / "gus").mkdir()  # the committed chapter, as the Colab badge opens it
     shutil.copy(PREFACE.with_suffix(".ipynb"), folder / "gus" / "00_preface.ipynb")
-    _submit(folder, "hal", released, {"0.1": VANDAL})
-    _submit(folder, "ivy", released, {"0.1": CHEAT_TOP_WORDS, "0.2": CHEAT_SIZE_FOR})
-    _submit(folder, "zed", released, {"0.2": WRONG_SIZE_FOR})  # graded after the vandal
+    _submit(folder, "hal", released, {"ex0_1_answer": VANDAL})
+    _submit(folder, "ivy", released, {"ex0_1_answer": CHEAT_TOP_WORDS,
+                                      "ex0_2_answer": CHEAT_SIZE_FOR})
+    _submit(folder, "zed", released, {"ex0_2_answer": WRONG_SIZE_FOR})  # graded after the vandal
     rows = grade.grade_folder(folder, cell_timeout=15)
     return {(row.student, row.exercise): row for row in rows}
 
@@ -173,7 +162,7 @@ def test_grading_cannot_read_leak_edit_or_delete_the_instructors_files(grades, p
 
 def test_one_submission_cannot_change_anothers_score(grades, released, tmp_path):
     """zed, graded after the vandal, scores as zed graded alone."""
-    _submit(tmp_path, "zed", released, {"0.2": WRONG_SIZE_FOR})
+    _submit(tmp_path, "zed", released, {"ex0_2_answer": WRONG_SIZE_FOR})
     alone = {row.exercise: row.points for row in grade.grade_folder(tmp_path, cell_timeout=15)}
     assert _points(grades, "zed") == [alone["0.1"], alone["0.2"]] == [1.0, 0.0]
 

@@ -32,7 +32,7 @@ if __package__ in (None, ""):
 
 from bertbook.sizes import BookSizeError, book_size
 from tools.chapters import ROOT, book_settings, chapter_sources, read_chapter
-from tools.exercises import HIDDEN, SOLUTION, exercise_cells
+from tools.exercises import HIDDEN, SOLUTION, exercise_cells, without_markers
 
 BUILD = ROOT / "_build"
 SOURCE = BUILD / "book-src"
@@ -44,22 +44,9 @@ BOOK_CSS = """\
 """
 
 
-def _without(source: str, markers: tuple[str, str], keep_inside: bool) -> str:
-    """The source without the marker lines, and without what they enclose unless kept."""
-    kept, inside = [], False
-    for line in source.split("\n"):
-        stripped = line.strip().lstrip("#").strip()
-        if stripped in (m.lstrip("#").strip() for m in markers):
-            inside = stripped == markers[0].lstrip("#").strip()
-            continue
-        if keep_inside or not inside:
-            kept.append(line)
-    return "\n".join(kept).strip("\n")
-
-
 def solution_toggle(cell: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """A solution as a collapsed "Solution" box (markdown), markers removed."""
-    body = _without(cell.source, SOLUTION, keep_inside=True)
+    body = without_markers(cell.source, SOLUTION, keep_inside=True).strip("\n")
     if cell.cell_type == "code":
         body = f"```python\n{body}\n```"
     return nbformat.v4.new_markdown_cell(f"````{{admonition}} Solution\n:class: dropdown\n\n"
@@ -80,7 +67,7 @@ def for_readers(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
         if item.role in ("answer", "written"):
             notebook.cells[item.index] = solution_toggle(cell)
         elif item.role == "tests":
-            cell.source = _without(cell.source, HIDDEN, keep_inside=False)
+            cell.source = without_markers(cell.source, HIDDEN, keep_inside=False).strip("\n")
     return notebook
 
 

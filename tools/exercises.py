@@ -38,6 +38,33 @@ class ExerciseCell:
         return f"ex{self.exercise.replace('.', '_')}_{self.role}"
 
 
+GRADE_ID = re.compile(r"ex(\d+)_(\d+)_(statement|answer|tests|written)")
+
+
+def grade_id_of(cell: nbformat.NotebookNode) -> str:
+    """The nbgrader grade id a cell carries ("" for a cell that is no exercise's)."""
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+
+
+def parse_grade_id(grade_id: str) -> tuple[str, str] | None:
+    """(exercise, role) from a grade id made by ExerciseCell.grade_id, e.g. "ex0_1_answer"
+    -> ("0.1", "answer"); None for any other name."""
+    match = GRADE_ID.fullmatch(grade_id)
+    return (f"{match[1]}.{match[2]}", match[3]) if match else None
+
+
+def without_markers(source: str, markers: tuple[str, str], keep_inside: bool) -> str:
+    """The source without the marker lines, and without what they enclose unless kept
+    (SOLUTION kept: the reference answer as plain code; HIDDEN dropped: the reader's view)."""
+    kept, inside = [], False
+    for line in source.split("\n"):
+        if line.strip() in markers:
+            inside = line.strip() == markers[0]
+        elif keep_inside or not inside:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def _role(cell: nbformat.NotebookNode, previous_role: str | None) -> str | None:
     if SOLUTION[0] in cell.source:
         return "answer" if cell.cell_type == "code" else "written"

@@ -43,7 +43,7 @@ if __package__ in (None, ""):
 from tools import sandbox
 from tools.chapters import ROOT, read_chapter
 from tools.course import COURSE_ID, config_flags, generate, nbgrader
-from tools.exercises import SOLUTION, exercise_cells
+from tools.exercises import SOLUTION, exercise_cells, grade_id_of, parse_grade_id
 
 FIELDS = ["student", "chapter", "exercise", "points", "max_points", "reason"]
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # what nbgrader's stub says
@@ -83,8 +83,9 @@ class Stopped:
 
 @dataclass
 class Submission:
+    """One student's notebook of the Grader's chapter."""
+
     student: str
-    chapter: Path
     notebook: nbformat.NotebookNode
 
 
@@ -92,9 +93,9 @@ def answers_by_exercise(notebook: nbformat.NotebookNode) -> dict[str, str]:
     """Exercise -> source of the submission's code answer cell, found by nbgrader's grade id."""
     found = {}
     for cell in notebook.cells:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-        if match := re.fullmatch(r"ex(\d+)_(\d+)_answer", grade_id):
-            found[f"{match[1]}.{match[2]}"] = cell.source
+        parsed = parse_grade_id(grade_id_of(cell))
+        if parsed and parsed[1] == "answer":
+            found[parsed[0]] = cell.source
     return found
 
 
@@ -124,13 +125,14 @@ class Grader:
         answers = answers_by_exercise(notebook)
         if any(SOLUTION[0] in source for source in answers.values()):
             return self._all_zero(student, INSTRUCTOR_COPY)
-        scores, reasons = self._autograde(Submission(student, self.chapter, notebook))
+        scores, reasons = self._autograde(Submission(student, notebook))
         rows = []
         for exercise in self.code:
-            reason = NOT_FOUND if exercise not in answers else reasons.get(exercise, "ok")
             points = scores.get(exercise, 0.0) if exercise in answers else 0.0
-            if points and reason != "ok":
-                reason = "ok"
+            if exercise not in answers:
+                reason = NOT_FOUND
+            else:  # a point scored means the tests passed, whatever else printed an error
+                reason = "ok" if points else reasons.get(exercise, "ok")
             if exercise in answers and SUSPICIOUS.search(answers[exercise]):
                 reason += "; review by hand: the answer uses the grading machinery's names"
             rows.append(Row(student, self.chapter.stem, exercise, points, 1.0, reason))
@@ -208,32 +210,33 @@ class Grader:
                 return None
             scores = {}
             for grade in graded.grades:
-                if match := re.fullmatch(r"ex(\d+)_(\d+)_tests", grade.name):
-                    scores[f"{match[1]}.{match[2]}"] = float(grade.score or 0.0)
+                parsed = parse_grade_id(grade.name)
+                if parsed and parsed[1] == "tests":
+                    scores[parsed[0]] = float(grade.score or 0.0)
             return scores
 
     def _reasons(self, graded: Path) -> dict[str, str]:
         """Exercise -> the first error in its answer or tests cell, from the graded notebook."""
         reasons: dict[str, str] = {}
         for cell in nbformat.read(graded, as_version=4).cells:
-            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-            match = re.fullmatch(r"ex(\d+)_(\d+)_(answer|tests)", grade_id)
+            parsed = parse_grade_id(grade_id_of(cell))
             error = _first_error(cell, self.cell_timeout)
-            if match and error:
-                reasons.setdefault(f"{match[1]}.{match[2]}", f"{match[3]} cell: {error}")
+            if parsed and parsed[1] in ("answer", "tests") and error:
+                reasons.setdefault(parsed[0], f"{parsed[1]} cell: {error}")
         return reasons
 
     def _what_stopped(self, private: Path, log: str) -> Stopped:
         progress = private / "progress.txt"
         started = progress.read_text().split() if progress.exists() else []
-        match = re.fullmatch(r"ex(\d+)_(\d+)_(answer|tests)", started[-1]) if started else None
+        parsed = parse_grade_id(started[-1]) if started else None
         if "unresponsive" in log:
             why = "Timeout: the kernel could not be interrupted (an endless loop?)"
         elif "DeadKernelError" in log or "Kernel died" in log:
             why = "the kernel died (the answer crashed Python)"
         else:
             why = f"nbgrader could not grade it: {log.strip().splitlines()[-1][:200]}"
-        return Stopped(f"{match[1]}.{match[2]}" if match else None, why)
+        running = parsed[0] if parsed and parsed[1] in ("answer", "tests") else None
+        return Stopped(running, why)
 
 
 # nbgrader reads this from its working folder; the hook records which cell is running, so a
@@ -264,10 +267,9 @@ def _with_stubs(notebook: nbformat.NotebookNode, stubbed: dict[str, str]
     """A copy whose answers to the `stubbed` exercises are the unanswered stub."""
     copy = nbformat.from_dict(json.loads(json.dumps(notebook)))
     for cell in copy.cells:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-        if match := re.fullmatch(r"ex(\d+)_(\d+)_answer", grade_id):
-            if f"{match[1]}.{match[2]}" in stubbed:
-                cell.source = CODE_STUB
+        parsed = parse_grade_id(grade_id_of(cell))
+        if parsed and parsed[1] == "answer" and parsed[0] in stubbed:
+            cell.source = CODE_STUB
     return copy
 
 

@@ -23,7 +23,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.chapters import ROOT, read_chapter
-from tools.exercises import SOLUTION, exercise_cells
+from tools.exercises import SOLUTION, exercise_cells, grade_id_of, without_markers
 from tools.grade import grade_folder, write_csv
 from tools.student import write_student_copies
 
@@ -31,18 +31,16 @@ from tools.student import write_student_copies
 def reference_answers(chapter: Path) -> dict[str, str]:
     """grade id -> the instructor's code answer, without nbgrader's markers."""
     notebook = read_chapter(chapter)
-    return {cell.metadata["nbgrader"]["grade_id"]:
-            "\n".join(line for line in cell.source.split("\n") if line.strip() not in SOLUTION)
-            for item in exercise_cells(notebook) if item.role == "answer"
-            for cell in [notebook.cells[item.index]]}
+    return {item.grade_id: without_markers(notebook.cells[item.index].source, SOLUTION,
+                                           keep_inside=True)
+            for item in exercise_cells(notebook) if item.role == "answer"}
 
 
 def answered_copy(released: Path, answers: dict[str, str]) -> nbformat.NotebookNode:
     notebook = nbformat.read(released, as_version=4)
     for cell in notebook.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-        if grade_id in answers:
-            cell.source = answers[grade_id]
+        if grade_id_of(cell) in answers:
+            cell.source = answers[grade_id_of(cell)]
     return notebook
 
 
