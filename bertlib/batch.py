@@ -44,8 +44,7 @@ def pad_batch(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
 # From chapters/07_fine_tuning.py, cell 26.
 class PaddingCollator:
     """Pad features (dicts of id lists) into a batch with pad_batch. Keys other than the
-    model's inputs and labels (answers, question) stay out of it. It holds nothing random,
-    so a trainer's checkpoint needs no state from it."""
+    model's inputs and labels (answers, question) stay out of it."""
 
     def __init__(self, pad_id: int):
         self.pad_id = pad_id
@@ -53,8 +52,6 @@ class PaddingCollator:
     def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
         return pad_batch(features, self.pad_id)
 
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state: dict) -> None:
-        pass
+    def reseed(self, key: str) -> None:
+        """Nothing to do: padding draws nothing at random (the Trainer reseeds every
+        collator before each batch, and the masking one needs it)."""

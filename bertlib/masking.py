@@ -110,7 +110,7 @@ class PretrainingCollator:
                  next_sentence: bool = True):
         self.tokenizer, self.recipe = tokenizer, recipe or MaskingRecipe()
         self.next_sentence = next_sentence
-        self.rng = random.Random(seed)
+        self.seed, self.rng = seed, random.Random(seed)
         self.special_ids = tokenizer.special_ids
         self.continuation = {i for t, i in tokenizer.vocab.items() if t.startswith("##")}
 
@@ -131,8 +131,8 @@ class PretrainingCollator:
             rows.append(row)
         return pad_batch(rows, self.tokenizer.pad_id)
 
-    def state_dict(self) -> dict:
-        return {"rng": self.rng.getstate()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.rng.setstate(state["rng"])
+    def reseed(self, key: str) -> None:
+        """Restart the masking draws from (seed, key). A trainer passes each batch's place in
+        the run as the key, so that batch is masked the same way whichever process builds it
+        and whenever: a data-loading worker, or a run resumed after a crash."""
+        self.rng = random.Random(f"{self.seed}/{key}")

@@ -147,7 +147,7 @@ class BertForMaskedLM(BertPreTrainedModel):
         return PreTrainingOutput(loss, loss, None, logits, None, positions)
 
 
-# From chapters/06_pretraining.py, cell 24.
+# From chapters/06_pretraining.py, cell 26.
 @torch.no_grad()
 def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.device,
                          precision: str = "fp32") -> dict[str, float]:

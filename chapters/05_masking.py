@@ -496,8 +496,10 @@ for is_random in (False, True):
 #
 # The collator turns a list of pairs into tensors: `[CLS] A [SEP] B [SEP]`, segment ids,
 # padding and attention mask, a fresh mask for every batch (dynamic masking), the MLM labels
-# and the next-sentence label (0 = B follows A, 1 = B is random, as in the original). Its
-# random state can be saved and restored, so a resumed run masks exactly as an unbroken one.
+# and the next-sentence label (0 = B follows A, 1 = B is random, as in the original).
+# `reseed(key)` restarts its random draws from its seed and a key: a trainer keys each batch
+# by its place in the run, so a resumed run, or another process, masks it exactly as an
+# unbroken run would.
 
 # %%
 #| export bertlib/masking.py
@@ -509,7 +511,7 @@ class PretrainingCollator:
                  next_sentence: bool = True):
         self.tokenizer, self.recipe = tokenizer, recipe or MaskingRecipe()
         self.next_sentence = next_sentence
-        self.rng = random.Random(seed)
+        self.seed, self.rng = seed, random.Random(seed)
         self.special_ids = tokenizer.special_ids
         self.continuation = {i for t, i in tokenizer.vocab.items() if t.startswith("##")}
 
@@ -530,11 +532,11 @@ class PretrainingCollator:
             rows.append(row)
         return pad_batch(rows, self.tokenizer.pad_id)
 
-    def state_dict(self) -> dict:
-        return {"rng": self.rng.getstate()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.rng.setstate(state["rng"])
+    def reseed(self, key: str) -> None:
+        """Restart the masking draws from (seed, key). A trainer passes each batch's place in
+        the run as the key, so that batch is masked the same way whichever process builds it
+        and whenever: a data-loading worker, or a run resumed after a crash."""
+        self.rng = random.Random(f"{self.seed}/{key}")
 
 
 # %% [markdown]

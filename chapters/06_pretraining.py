@@ -385,9 +385,16 @@ def autocast(device: torch.device, precision: str):
 # norm 1, the AdamW step and the schedule step. Data are served in a seeded random order,
 # epoch by epoch, and masked afresh by the collator (dynamic masking).
 #
+# Two rules keep a GPU busy. Batches are built ahead by `DataLoader` worker processes (on a
+# GPU; on a CPU they would take cores from the model) and copied from pinned memory without
+# waiting. And the loop never reads a number back from the GPU except when it logs: reading
+# one makes the host wait until the GPU has finished everything queued. So each batch must be
+# a function of its *place* in the run alone — the epoch's order is seeded by (seed, epoch),
+# its masks by (seed, epoch, batch) — whichever process builds it, and whenever.
+#
 # A checkpoint holds *everything* the next step depends on — model, optimiser, schedule,
-# gradient scaler, the position in the data (epoch and batch), the collator's and torch's
-# random states, and the history so far — and is written to a temporary file then renamed,
+# gradient scaler, the step (which fixes the place in the data), torch's random states, and
+# the history so far — and is written to a temporary file then renamed,
 # so a crash while saving never leaves a broken checkpoint. Resuming reloads it all; the
 # loss curve then continues exactly as if the run had never stopped. A loss that is NaN,
 # infinite or above `max_loss` stops training with a message; the last checkpoint, written
@@ -417,11 +424,14 @@ class TrainingConfig:
     seed: int = 0
     max_loss: float = 50.0
     progress: bool = True
+    loader_workers: int | None = None  # None: default_loader_workers(device)
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "accumulation"):
+        for name in ("steps", "batch_size", "accumulation", "log_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
+        if self.loader_workers is not None and self.loader_workers < 0:
+            raise ConfigError("loader_workers must be 0 (build batches in this process) or more")
         if self.warmup_steps >= self.steps:
             raise ConfigError("warmup_steps must be smaller than steps")
 
@@ -435,6 +445,64 @@ class TrainingState:
     batch_in_epoch: int = 0
     history: list = field(default_factory=list)
     evaluations: list = field(default_factory=list)
+
+
+# %% [markdown]
+# The data side first: micro-batch number `index` of a run, built from that number alone.
+
+# %%
+#| export bertlib/train.py
+class SeededBatches(torch.utils.data.Dataset):
+    """Micro-batch `index` of a run: this process's share of it, collated and masked.
+
+    Epoch e's order is a permutation seeded by (seed, e), and the collator is reseeded by
+    (epoch, batch, rank) before masking. So a loader's worker process, or a run resumed
+    after a crash, builds exactly the batch an unbroken single-process run would have."""
+
+    def __init__(self, dataset, collator, batch_size: int, seed: int, rank: int = 0,
+                 world_size: int = 1):
+        self.dataset, self.collator, self.seed = dataset, collator, seed
+        self.batch_size, self.rank, self.world_size = batch_size, rank, world_size
+        self.per_epoch = len(dataset) // batch_size  # the last partial batch is left out
+        self._shuffled = (-1, torch.empty(0, dtype=torch.long))  # (epoch, its order)
+
+    def place(self, index: int) -> tuple[int, int]:
+        """(epoch, batch within the epoch) of micro-batch `index`."""
+        return divmod(index, self.per_epoch)
+
+    def epoch_order(self, epoch: int) -> torch.Tensor:
+        """The dataset's order in `epoch`: reshuffled once per epoch, never per batch."""
+        if self._shuffled[0] != epoch:
+            generator = torch.Generator().manual_seed(self.seed * 100_003 + epoch)
+            self._shuffled = (epoch, torch.randperm(len(self.dataset), generator=generator))
+        return self._shuffled[1]
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        epoch, batch = self.place(index)
+        share = self.batch_size // self.world_size  # this process's slice of the batch
+        start = batch * self.batch_size + self.rank * share
+        chosen = self.epoch_order(epoch)[start:start + share].tolist()
+        self.collator.reseed(f"{epoch}/{batch}/{self.rank}")
+        return self.collator([self.dataset[i] for i in chosen])
+
+
+def default_loader_workers(device: torch.device) -> int:
+    """Worker processes that build batches ahead: none on a CPU, where they would take
+    cores from the model's own matrix products; on a GPU one per core, up to 4 (a Colab GPU
+    runtime has 2 cores)."""
+    return 0 if device.type != "cuda" else min(4, os.cpu_count() or 1)
+
+
+def batch_loader(batches: SeededBatches, first: int, stop: int, device: torch.device,
+                 workers: int) -> torch.utils.data.DataLoader:
+    """Serve micro-batches first..stop-1 in order, built by `workers` processes, in pinned
+    memory on a GPU (so the copy to the device need not wait)."""
+    return torch.utils.data.DataLoader(
+        batches, batch_size=None, sampler=range(first, stop), num_workers=workers,
+        pin_memory=device.type == "cuda", prefetch_factor=4 if workers else None,
+        # Its own generator: by default a loader draws its workers' seed from the global
+        # RNG that dropout uses, and a resumed run would then drop out other units.
+        generator=torch.Generator())
 
 
 # %% [markdown]
@@ -483,7 +551,8 @@ class Trainer:
             lambda step: warmup_then_linear_decay(step, config.warmup_steps, config.steps))
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.state = TrainingState()
-        self._shuffled = (-1, torch.empty(0, dtype=torch.long))  # (epoch, its order)
+        self.loader_workers = (default_loader_workers(self.device)
+                               if config.loader_workers is None else config.loader_workers)
         # One process owns the whole batch; chapter 09's data-parallel trainer changes these
         # three: each of world_size processes takes its slice through its wrapped model.
         self.rank, self.world_size, self.forward_model = 0, 1, model
@@ -502,7 +571,7 @@ class Trainer:
     def checkpoint_path(self) -> Path | None:
         return self.output_dir / "checkpoint.pt" if self.output_dir else None
 
-    def _divergence_advice(self, loss: float) -> str:
+    def _divergence_advice(self, loss: float, step: int) -> str:
         saved = self.checkpoint_path is not None and self.checkpoint_path.is_file()
         where = (f"The last good checkpoint, {self.checkpoint_path}, is untouched; resume "
                  "from it with the changes below." if saved else "No checkpoint was written.")
@@ -510,7 +579,7 @@ class Trainer:
                  f"lengthen the warm-up (now {self.config.warmup_steps} steps)"]
         if self.precision != "fp32":
             fixes.append(f"train in fp32 instead of {self.precision}")
-        return f"the loss is {loss} at step {self.state.step + 1}. {where} Try: " + \
+        return f"the loss is {loss} at step {step}. {where} Try: " + \
             "; ".join(fixes) + "."
 
     def save_checkpoint(self) -> Path:
@@ -522,7 +591,7 @@ class Trainer:
         payload = {
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict(),
-            "collator": self.collator.state_dict(), "state": asdict(self.state),
+            "state": asdict(self.state),
             "torch_rng": torch.get_rng_state(), "config": asdict(self.config),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
             "precision": self.precision,
@@ -562,7 +631,6 @@ class Trainer:
         self.optimizer.load_state_dict(payload["optimizer"])
         self.scheduler.load_state_dict(payload["scheduler"])
         self.scaler.load_state_dict(payload["scaler"])
-        self.collator.load_state_dict(payload["collator"])
         self.state = TrainingState(**payload["state"])
         torch.set_rng_state(payload["torch_rng"].cpu())
         if payload["cuda_rng"] is not None and torch.cuda.is_available():
@@ -574,92 +642,91 @@ class Trainer:
 
 # %%
 #| export bertlib/train.py
-def _next_batch(self) -> dict[str, torch.Tensor]:
-    """The next batch in this epoch's seeded order (the order is rebuilt on resume)."""
-    size = self.config.batch_size
-    per_epoch = len(self.dataset) // size
-    if self.state.batch_in_epoch >= per_epoch:
-        self.state.epoch, self.state.batch_in_epoch = self.state.epoch + 1, 0
-    order = self._epoch_order(self.state.epoch)
-    share = size // self.world_size  # this process's slice of the global batch
-    start = self.state.batch_in_epoch * size + self.rank * share
-    self.state.batch_in_epoch += 1
-    examples = [self.dataset[i] for i in order[start:start + share].tolist()]
-    return {k: v.to(self.device) for k, v in self.collator(examples).items()}
-
-
-def _epoch_order(self, epoch: int) -> torch.Tensor:
-    """This epoch's order of the dataset, a function of the seed and the epoch alone
-    (so a resumed run rebuilds it); shuffled once per epoch, not once per batch."""
-    if self._shuffled[0] != epoch:
-        generator = torch.Generator().manual_seed(self.config.seed * 100_003 + epoch)
-        self._shuffled = (epoch, torch.randperm(len(self.dataset), generator=generator))
-    return self._shuffled[1]
-
-
-def _train_step(self) -> dict:
-    """One optimiser step over `accumulation` micro-batches; returns its record."""
+def _train_step(self, batches) -> torch.Tensor:
+    """One optimiser step over `accumulation` micro-batches from the iterator `batches`.
+    Returns [loss, tokens, gradient norm] still on the device: `train` reads them back only
+    when it logs, so the host can queue the next steps while the GPU works."""
     self.model.train()
     totals = torch.zeros(2, dtype=torch.float64, device=self.device)  # loss, tokens
     for index in range(self.config.accumulation):
-        batch = self._next_batch()
+        batch = {k: v.to(self.device, non_blocking=True) for k, v in next(batches).items()}
         with self._gradient_sync(last=index == self.config.accumulation - 1):
             with autocast(self.device, self.precision):
                 loss = self.forward_model(**batch).loss / self.config.accumulation
             self.scaler.scale(loss).backward()
-        # Kept on the device: reading a number back makes the host wait for the GPU.
         totals += torch.stack([loss.detach().double(), batch["attention_mask"].sum().double()])
     self.scaler.unscale_(self.optimizer)
     grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                self.config.max_grad_norm)
-    # The step's one wait for the device: loss, token count and gradient norm together.
-    total, tokens, grad_norm = torch.cat([self._whole_batch(totals),
-                                          grad_norm.double().reshape(1)]).tolist()
-    tokens = int(tokens)
-    if not math.isfinite(total) or total > self.config.max_loss:
-        raise TrainingDiverged(self._divergence_advice(total))
-    scale = self.scaler.get_scale() if self.scaler.is_enabled() else None
+    scale = self.scaler.get_scale() if self.scaler.is_enabled() else None  # fp16 only
     self.scaler.step(self.optimizer)
     self.scaler.update()
     self.optimizer.zero_grad(set_to_none=True)
     if scale is None or self.scaler.get_scale() >= scale:  # a skipped step lowers the scale
         self.scheduler.step()
     self.state.step += 1
-    return {"step": self.state.step, "loss": total, "grad_norm": grad_norm,
-            "lr": self.scheduler.get_last_lr()[0], "tokens": tokens}
+    return torch.cat([self._whole_batch(totals), grad_norm.double().reshape(1)])
+
+
+def _read_back(self, unread: list[tuple[int, float, torch.Tensor]]) -> list[dict]:
+    """The records of the steps not yet read, with one wait for the device for them all.
+    A diverged loss stops training here, before any checkpoint could save its weights."""
+    numbers = torch.stack([values for _, _, values in unread]).tolist()
+    records = []
+    for (step, lr, _), (loss, tokens, grad_norm) in zip(unread, numbers):
+        if not math.isfinite(loss) or loss > self.config.max_loss:
+            self.state.history += records
+            raise TrainingDiverged(self._divergence_advice(loss, step))
+        records.append({"step": step, "loss": loss, "grad_norm": grad_norm, "lr": lr,
+                        "tokens": int(tokens)})
+    unread.clear()
+    return records
 
 
 def train(self, resume: bool = False) -> TrainingState:
-    """Train to config.steps (continuing from the checkpoint if resume); return the state."""
+    """Train to config.steps (continuing from the checkpoint if resume); return the state.
+    Numbers are read back from the device every `log_every` steps, and before an
+    evaluation, a checkpoint or a callback (callbacks see every step, so they cost a wait)."""
     from tqdm import tqdm
 
     if resume:
         self.load_checkpoint()
     config = self.config
+    batches = SeededBatches(self.dataset, self.collator, config.batch_size, config.seed,
+                            self.rank, self.world_size)
+    loader = iter(batch_loader(batches, self.state.step * config.accumulation,
+                               config.steps * config.accumulation, self.device,
+                               self.loader_workers))
     bar = tqdm(total=config.steps, initial=self.state.step, disable=not config.progress,
                desc="training", mininterval=10, file=sys.stdout)
-    started, tokens_seen = time.perf_counter(), 0
+    started, tokens_seen, unread, records = time.perf_counter(), 0, [], []
     while self.state.step < config.steps:
-        record = self._train_step()
-        self.state.history.append(record)
-        tokens_seen += record["tokens"]
-        if config.eval_every and self.state.step % config.eval_every == 0 and self.evaluate_fn:
-            self.state.evaluations.append({"step": self.state.step,
-                                           **self.evaluate_fn(self.model)})
-        if config.checkpoint_every and self.state.step % config.checkpoint_every == 0:
+        values = self._train_step(loader)
+        step = self.state.step
+        unread.append((step, self.scheduler.get_last_lr()[0], values))
+        self.state.epoch, self.state.batch_in_epoch = batches.place(step * config.accumulation)
+        evaluate = config.eval_every and step % config.eval_every == 0 and self.evaluate_fn
+        save = config.checkpoint_every and step % config.checkpoint_every == 0
+        if evaluate or save or self.callbacks or step % config.log_every == 0 \
+                or step == config.steps:
+            records = self._read_back(unread)
+            self.state.history += records
+            tokens_seen += sum(record["tokens"] for record in records)
+            rate = tokens_seen / (time.perf_counter() - started)
+            bar.set_postfix(loss=f"{records[-1]['loss']:.3f}", tok_s=f"{rate:,.0f}",
+                            refresh=False)
+        if evaluate:
+            self.state.evaluations.append({"step": step, **self.evaluate_fn(self.model)})
+        if save:
             self.save_checkpoint()
         for callback in self.callbacks:
-            callback(record)
-        if self.state.step % config.log_every == 0 or self.state.step == config.steps:
-            rate = tokens_seen / (time.perf_counter() - started)
-            bar.set_postfix(loss=f"{record['loss']:.3f}", tok_s=f"{rate:,.0f}", refresh=False)
+            callback(records[-1])
         bar.update(1)
     bar.close()
     return self.state
 
 
-Trainer._epoch_order, Trainer._next_batch = _epoch_order, _next_batch
-Trainer._train_step, Trainer.train = _train_step, train
+Trainer._train_step, Trainer._read_back, Trainer.train = _train_step, _read_back, train
 
 # %% [markdown]
 # ## Evaluation and the baselines to beat

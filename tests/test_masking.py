@@ -144,9 +144,12 @@ def test_collator_batches_and_reproducibility(pairs, tokenizer):
     assert batch["attention_mask"][0].sum() == 6 and batch["next_sentence_label"][0] == 1
     first = PretrainingCollator(tokenizer, seed=7)
     second = PretrainingCollator(tokenizer, seed=7)
-    second.load_state_dict(first.state_dict())
+    first(pairs[8:16])  # draws that a reseed must forget
+    first.reseed("0/3/0"), second.reseed("0/3/0")
     assert all(torch.equal(x, y) for x, y in zip(first(pairs[:8]).values(),
                                                  second(pairs[:8]).values()))
+    first.reseed("0/3/0"), second.reseed("0/4/0")  # another batch of the run: other masks
+    assert not torch.equal(first(pairs[:8])["labels"], second(pairs[:8])["labels"])
     with pytest.raises(ValueError):
         first([])
 

@@ -66,11 +66,12 @@ class DataParallelTrainer(Trainer):
 
     def save_checkpoint(self) -> Path | None:
         """Rank 0 writes what all share (every copy holds the same weights and optimiser
-        state); every rank writes what is its own: its collator's masking state and its
-        random number generators. A resumed run then draws the masks and dropout that an
-        unbroken one would have drawn, on every rank, not rank 0's on all of them."""
+        state); every rank writes what is its own: its random number generators. A resumed
+        run then draws the dropout that an unbroken one would have drawn, on every rank, not
+        rank 0's on all of them. (Masks need no saving: they are seeded by the batch's place
+        and the rank.)"""
         path = super().save_checkpoint() if self.rank == 0 else None
-        own = {"collator": self.collator.state_dict(), "torch_rng": torch.get_rng_state(),
+        own = {"torch_rng": torch.get_rng_state(),
                "cuda_rng": (torch.cuda.get_rng_state(self.device)
                             if self.device.type == "cuda" else None)}
         self._own_state_path().parent.mkdir(parents=True, exist_ok=True)
@@ -88,7 +89,6 @@ class DataParallelTrainer(Trainer):
             raise CheckpointError(f"{path} is missing: the run was saved by another number "
                                   f"of processes than {self.world_size}; resume with as many")
         own = torch.load(path, map_location="cpu", weights_only=False)  # our own file
-        self.collator.load_state_dict(own["collator"])
         torch.set_rng_state(own["torch_rng"])
         if own["cuda_rng"] is not None and self.device.type == "cuda":
             torch.cuda.set_rng_state(own["cuda_rng"], self.device)

@@ -46,7 +46,7 @@ SIZES = {
 }
 
 
-# From chapters/06_pretraining.py, cell 26.
+# From chapters/06_pretraining.py, cell 28.
 def text_digest(paragraphs: list[str]) -> str:
     """A short fingerprint of the training text: a resumed run must read the same text."""
     return hashlib.sha256("\n".join(paragraphs).encode("utf-8")).hexdigest()[:16]
@@ -167,7 +167,7 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
                 test_articles=test_articles, device=device)
 
 
-# From chapters/06_pretraining.py, cell 39.
+# From chapters/06_pretraining.py, cell 41.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertlib.pretrain",
                                      description="Pretrain a BERT on the book's corpus.")
