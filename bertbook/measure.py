@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 
-# From chapters/09_scaling_up.py, cell 6.
+# From chapters/09_scaling_up.py, cell 8.
 def interleaved_timings(steps: dict[str, Callable[[], object]], repeats: int,
                         warmup: int = 1) -> dict[str, list[float]]:
     """Seconds per call of each step. Every step runs `warmup` times first; then the steps
@@ -97,7 +97,7 @@ def peak_memory_mib(step: Callable[[], object], device: torch.device) -> float |
     return _linux_status_mib("VmHWM") - resting
 
 
-# From chapters/09_scaling_up.py, cell 8.
+# From chapters/09_scaling_up.py, cell 10.
 def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
                   precision: str = "fp32", optimizer: torch.optim.Optimizer | None = None
                   ) -> Callable[[], float]:
@@ -126,7 +126,7 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
     return step
 
 
-# From chapters/09_scaling_up.py, cell 40.
+# From chapters/09_scaling_up.py, cell 42.
 def forward_flops_per_token(config: BertConfig, seq_len: int,
                             predicted_share: float = 0.15) -> float:
     """FLOPs of one token's forward pass through BertForMaskedLM whose head scores
@@ -145,7 +145,7 @@ def training_flops_per_token(config: BertConfig, seq_len: int,
     return 3 * forward_flops_per_token(config, seq_len, predicted_share)
 
 
-# From chapters/09_scaling_up.py, cell 44.
+# From chapters/09_scaling_up.py, cell 46.
 DATASHEET_TFLOPS = {  # dense bf16 / fp16 tensor-core peaks from NVIDIA's datasheets
     "H200": 989.0, "H100 SXM": 989.0, "H100 PCIe": 756.0, "H100": 989.0, "A100": 312.0,
     "L4": 121.0, "A10G": 125.0, "T4": 65.0, "V100": 125.0,
@@ -178,7 +178,7 @@ def matmul_flops_per_second(device: torch.device, dtype: torch.dtype = torch.flo
     return 2 * size**3 / statistics.median(seconds[1:])
 
 
-# From chapters/09_scaling_up.py, cell 47.
+# From chapters/09_scaling_up.py, cell 49.
 @dataclass(frozen=True)
 class PretrainingBudget:
     """A pretraining run as the paper states one: phases of (share of steps, length)."""

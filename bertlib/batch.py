@@ -9,7 +9,7 @@ from bertlib.errors import InputError
 __all__ = ["IGNORE_INDEX", "MODEL_INPUTS", "LABEL_KEYS", "pad_batch", "PaddingCollator"]
 
 
-# From chapters/02_tokens.py, cell 16.
+# From chapters/02_tokens.py, cell 18.
 IGNORE_INDEX = -100  # the label of positions that are not scored (cross_entropy skips it)
 MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask", "position_ids")
 LABEL_KEYS = ("labels", "next_sentence_label", "start_positions", "end_positions")
@@ -41,7 +41,7 @@ def pad_batch(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
     return batch
 
 
-# From chapters/07_fine_tuning.py, cell 26.
+# From chapters/07_fine_tuning.py, cell 30.
 class PaddingCollator:
     """Pad features (dicts of id lists) into a batch with pad_batch. Keys other than the
     model's inputs and labels (answers, question) stay out of it."""

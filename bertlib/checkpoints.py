@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-# From chapters/04_encoder.py, cell 26.
+# From chapters/04_encoder.py, cell 28.
 # Not weights: constant buffers, and transformers' second name for cls.predictions.bias.
 SKIPPED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids",
                 "cls.predictions.decoder.bias")
@@ -133,7 +133,7 @@ def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
     model.new_weights, model.unused_checkpoint_keys = fresh, unused
 
 
-# From chapters/08_inside_bert.py, cell 6.
+# From chapters/08_inside_bert.py, cell 8.
 LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
 HUB_FILES = ["config.json", "vocab.txt"]
 

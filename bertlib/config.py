@@ -11,7 +11,7 @@ from bertlib.errors import ConfigError
 __all__ = ["ACTIVATIONS", "BertConfig", "PRESETS", "parameter_count"]
 
 
-# From chapters/04_encoder.py, cell 5.
+# From chapters/04_encoder.py, cell 7.
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 
 
@@ -123,7 +123,7 @@ PRESETS = {  # name: (layers, hidden size)
 }
 
 
-# From chapters/04_encoder.py, cell 21.
+# From chapters/04_encoder.py, cell 23.
 def parameter_count(config: BertConfig, pooler: bool = True) -> int:
     """BertModel's parameter count, from the configuration alone (no model built)."""
     h, i = config.hidden_size, config.intermediate_size

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-# From chapters/01_reading_one_way.py, cell 6.
+# From chapters/01_reading_one_way.py, cell 8.
 def package_file(package: str, relative_path: str, install: str) -> Path:
     """Path of a file shipped inside an installed package, found without importing it."""
     spec = importlib.util.find_spec(package)
@@ -62,7 +62,7 @@ def package_file(package: str, relative_path: str, install: str) -> Path:
     return path
 
 
-# From chapters/01_reading_one_way.py, cell 8.
+# From chapters/01_reading_one_way.py, cell 10.
 def cache_dir() -> Path:
     """Where derived text is kept: $BERTLIB_CACHE, the checkout's data/cache, or ~/.cache."""
     if os.environ.get("BERTLIB_CACHE"):
@@ -108,7 +108,7 @@ def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -
     return rows
 
 
-# From chapters/01_reading_one_way.py, cell 10.
+# From chapters/01_reading_one_way.py, cell 12.
 @dataclass(frozen=True)
 class Article:
     """A document: its title and its paragraphs of plain prose."""
@@ -171,7 +171,7 @@ def _parse_paragraphs(wikitext: str) -> list[str]:
     return [p for p in paragraphs if len(p.split()) >= _MIN_PARAGRAPH_WORDS]
 
 
-# From chapters/01_reading_one_way.py, cell 12.
+# From chapters/01_reading_one_way.py, cell 14.
 WIKI_SAMPLE = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_NEWS = "test/test_data/lee_background.cor"
 GENSIM_INSTALL = "pip install gensim==4.4.0"
@@ -215,7 +215,7 @@ def lee_news() -> list[Article]:
             if line.strip()]
 
 
-# From chapters/01_reading_one_way.py, cell 14.
+# From chapters/01_reading_one_way.py, cell 16.
 def wikitext103(split: str = "train", max_articles: int | None = None) -> list[Article]:
     """WikiText-103 articles, downloaded with `datasets` (needs internet, e.g. on Colab)."""
     try:
@@ -249,7 +249,7 @@ def articles_from_wikitext_lines(lines, max_articles: int | None = None) -> list
     return articles[:max_articles] if max_articles is not None else articles
 
 
-# From chapters/01_reading_one_way.py, cell 16.
+# From chapters/01_reading_one_way.py, cell 18.
 CORPORA = {"wikipedia": wikipedia_articles, "lee-news": lee_news, "wikitext-103": wikitext103}
 
 

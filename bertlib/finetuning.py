@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-# From chapters/07_fine_tuning.py, cell 20.
+# From chapters/07_fine_tuning.py, cell 24.
 @dataclass
 class TaskOutput:
     """loss (when labels were given) and logits: (batch, labels) for a sentence,
@@ -134,7 +134,7 @@ class BertForQuestionAnswering(BertTaskModel):
         return TaskOutput((losses[0] + losses[1]) / 2, logits)
 
 
-# From chapters/07_fine_tuning.py, cell 24.
+# From chapters/07_fine_tuning.py, cell 28.
 def classification_features(tokenizer, examples: list[TextExample | str],
                             max_length: int | None = None) -> list[dict]:
     """input ids, segment ids and the label of each TextExample; a plain string is a text
@@ -213,7 +213,7 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
     return features
 
 
-# From chapters/07_fine_tuning.py, cell 30.
+# From chapters/07_fine_tuning.py, cell 34.
 @dataclass
 class FineTuningRecipe:
     """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,

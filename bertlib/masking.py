@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-# From chapters/05_masking.py, cell 5.
+# From chapters/05_masking.py, cell 7.
 @dataclass(frozen=True)
 class MaskingRecipe:
     """How many tokens to predict and what to put in their place."""
@@ -53,7 +53,7 @@ def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Rando
     return min(recipe.max_predictions, max(1, count))
 
 
-# From chapters/05_masking.py, cell 7.
+# From chapters/05_masking.py, cell 9.
 def prediction_units(ids: list[int], special_ids: set[int],
                      continuation: list[bool] | None = None) -> list[list[int]]:
     """Positions that may be predicted, grouped: one per token, or one per whole word."""
@@ -101,7 +101,7 @@ def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.R
             return token
 
 
-# From chapters/05_masking.py, cell 28.
+# From chapters/05_masking.py, cell 30.
 class PretrainingCollator:
     """Build masked-LM + next-sentence batches from SentencePairs, masking afresh each time.
     next_sentence=False leaves the next-sentence labels out (a masked LM alone)."""

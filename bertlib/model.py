@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-# From chapters/04_encoder.py, cell 8.
+# From chapters/04_encoder.py, cell 10.
 class BertEmbeddings(nn.Module):
     """token + position + segment embeddings, then LayerNorm and dropout."""
 
@@ -63,7 +63,7 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(embedded))
 
 
-# From chapters/04_encoder.py, cell 13.
+# From chapters/04_encoder.py, cell 15.
 def activation(name: str):
     """BERT's activations by their config.json names ('gelu' is the exact erf form)."""
     return {"gelu": F.gelu, "relu": F.relu,
@@ -137,7 +137,7 @@ class BertLayer(nn.Module):
         return self.output(self.intermediate(attended), attended), weights
 
 
-# From chapters/04_encoder.py, cell 15.
+# From chapters/04_encoder.py, cell 17.
 class BertEncoder(nn.Module):
     """The stack of layers. With gradient_checkpointing on, training keeps only each layer's
     input and recomputes the layer during backward: less memory for ~1/3 more compute
@@ -234,7 +234,7 @@ class BertPreTrainedModel(nn.Module):
         if output is not None:
             output.weight = self.get_input_embeddings().weight
 
-    # From chapters/04_encoder.py, cell 28.
+    # From chapters/04_encoder.py, cell 30.
     @classmethod
     def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
         """Build this class from a checkpoint folder and load its weights (load_checkpoint says
@@ -260,7 +260,7 @@ class BertPreTrainedModel(nn.Module):
         return folder
 
 
-# From chapters/04_encoder.py, cell 17.
+# From chapters/04_encoder.py, cell 19.
 class BertModel(BertPreTrainedModel):
     """The BERT encoder: ids in, one contextual vector per token (and a pooled one) out."""
 

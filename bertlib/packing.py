@@ -11,7 +11,7 @@ from bertlib.errors import InputError
 __all__ = ["first_fit_decreasing", "positions_within_documents", "pack_documents"]
 
 
-# From chapters/09_scaling_up.py, cell 25.
+# From chapters/09_scaling_up.py, cell 27.
 def first_fit_decreasing(lengths: list[int], capacity: int) -> list[list[int]]:
     """Group item indices into bins of at most `capacity`: longest item first, each into
     the first bin with room."""

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 
-# From chapters/06_pretraining.py, cell 7.
+# From chapters/06_pretraining.py, cell 11.
 class BertPredictionHeadTransform(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -81,7 +81,7 @@ class PreTrainingOutput:
     masked_positions: torch.Tensor | None
 
 
-# From chapters/06_pretraining.py, cell 9.
+# From chapters/06_pretraining.py, cell 13.
 def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor,
               labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None,
                                                     torch.Tensor | None]:
@@ -147,7 +147,7 @@ class BertForMaskedLM(BertPreTrainedModel):
         return PreTrainingOutput(loss, loss, None, logits, None, positions)
 
 
-# From chapters/06_pretraining.py, cell 26.
+# From chapters/06_pretraining.py, cell 30.
 @torch.no_grad()
 def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.device,
                          precision: str = "fp32") -> dict[str, float]:
@@ -186,7 +186,7 @@ def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
             "unigram": float((train_counts / train_counts.sum() * test_share).sum())}
 
 
-# From chapters/07_fine_tuning.py, cell 40.
+# From chapters/07_fine_tuning.py, cell 44.
 class BertLMHeadModel(BertForMaskedLM):
     """A left-to-right language model with BERT's encoder: the masked LM's modules, used
     under a causal mask to predict token i+1 from position i. Scored at the masked

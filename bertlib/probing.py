@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 
-# From chapters/08_inside_bert.py, cell 12.
+# From chapters/08_inside_bert.py, cell 14.
 @torch.no_grad()
 def layer_states(model: nn.Module, batch: dict[str, torch.Tensor]) -> list[torch.Tensor]:
     """The token vectors after the embeddings and after each encoder layer: L + 1 tensors
@@ -78,7 +78,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
     return right / len(labels)
 
 
-# From chapters/08_inside_bert.py, cell 22.
+# From chapters/08_inside_bert.py, cell 24.
 @torch.no_grad()
 def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_id: int,
                          sep_id: int) -> dict[str, torch.Tensor]:
@@ -101,7 +101,7 @@ def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_i
             "next token": average(torch.diagonal(weights, 1, -2, -1), both)}
 
 
-# From chapters/08_inside_bert.py, cell 29.
+# From chapters/08_inside_bert.py, cell 31.
 @torch.no_grad()
 def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
                            batch_size: int = 16) -> tuple[list[torch.Tensor], torch.Tensor]:

@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 
-# From chapters/05_masking.py, cell 20.
+# From chapters/05_masking.py, cell 22.
 def split_sentences(text: str) -> list[str]:
     """Split prose at '.', '!' or '?' followed by a space and a capital letter or quote."""
     return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z\"'(])", text.strip()) if s]
@@ -52,7 +52,7 @@ def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Rando
         del longer[0 if rng.random() < 0.5 else -1]
 
 
-# From chapters/05_masking.py, cell 22.
+# From chapters/05_masking.py, cell 24.
 def sentence_pairs(documents: list[list[list[int]]], max_seq_length: int = 128,
                    short_seq_prob: float = 0.1, seed: int = 0) -> list[SentencePair]:
     """Next-sentence pairs from documents of tokenized sentences, as the original made them."""

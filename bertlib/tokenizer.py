@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 
-# From chapters/02_tokens.py, cell 7.
+# From chapters/02_tokens.py, cell 9.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -75,7 +75,7 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     return words
 
 
-# From chapters/02_tokens.py, cell 9.
+# From chapters/02_tokens.py, cell 11.
 def wordpiece(word: str, vocab: set[str] | dict[str, int], unk: str = "[UNK]",
               max_chars: int = 100) -> list[str]:
     """Split one word into the longest vocabulary pieces, left to right."""
@@ -101,7 +101,7 @@ def teaching_tokenize(text: str, vocab: set[str] | dict[str, int]) -> list[str]:
     return [piece for word in basic_tokenize(text) for piece in wordpiece(word, vocab)]
 
 
-# From chapters/02_tokens.py, cell 17.
+# From chapters/02_tokens.py, cell 19.
 @dataclass(frozen=True)
 class Encoding:
     """One encoded text or pair: ids, segment ids (0 = first text, 1 = second), tokens."""
@@ -137,7 +137,7 @@ def _check_vocab(vocab: dict[str, int]) -> None:
         raise TokenizerError("vocabulary ids must be 0..N-1 with no gaps or repeats")
 
 
-# From chapters/02_tokens.py, cell 19.
+# From chapters/02_tokens.py, cell 21.
 class BertTokenizer:
     """BERT's WordPiece tokenizer over a vocabulary; `tokenizer(texts)` gives model input."""
 
@@ -264,7 +264,7 @@ class BertTokenizer:
         return self._full.decode(ids, skip_special_tokens=False)
 
 
-# From chapters/02_tokens.py, cell 30.
+# From chapters/02_tokens.py, cell 32.
 def train_wordpiece(texts: list[str], vocab_size: int, min_frequency: int = 2,
                     max_length: int = 512) -> BertTokenizer:
     """Learn a WordPiece vocabulary of `vocab_size` pieces from texts (special tokens first)."""

@@ -112,6 +112,26 @@ assert torch.equal(first, torch.rand(3)), "the same seed should give the same nu
 print("same seed, same numbers:", [round(v, 4) for v in first.tolist()])
 
 # %% [markdown]
+# ## How long will it take on a GPU?
+#
+# A chapter prints, near its top, what its `gpu` size costs before anything runs: the
+# arithmetic of its training runs in FLOPs, and the minutes that takes on Colab's T4 and on
+# an A100 (`bertbook.budget` states the rate it assumes). Every chapter's `gpu` size is kept
+# under 30 minutes on a T4, chapter 06's pretraining under 45. Chapter 06's, for example:
+
+# %% tags=["nbval-check-output"]
+from bertbook.budget import budget_report, pretraining_work
+from bertlib.pretrain import SIZES as PRETRAINING_SIZES
+
+print(budget_report([pretraining_work(PRETRAINING_SIZES["gpu"])]))
+
+# %% [markdown]
+# Two switches help on Colab. Chapters that train offer to keep their runs on your Google
+# Drive (`KEEP_ON_DRIVE`): after a disconnect, running the chapter again resumes the run it
+# finds there. And `BERT_BOOK_STEPS=0.02` cuts every training length to 2%, to check in a
+# few minutes that a size runs on a GPU at all (its claims are then printed, not asserted).
+
+# %% [markdown]
 # ## Is this machine ready?
 #
 # The check below looks for what the chapters need and prints how to fix what is missing.

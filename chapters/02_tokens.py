@@ -59,6 +59,15 @@ train_texts = [p for a in train_articles for p in a.paragraphs]
 test_texts = [p for a in test_articles for p in a.paragraphs]
 
 # %% [markdown]
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
+# %%
+from bertbook.budget import budget_report
+
+print(budget_report([], None))
+
+# %% [markdown]
 # ## The problem with a word list
 #
 # How much of unseen text does a word list miss? With chapter 01's approach (the most

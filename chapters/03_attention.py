@@ -58,6 +58,15 @@ DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 
 # %% [markdown]
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
+# %%
+from bertbook.budget import budget_report
+
+print(budget_report([], DEVICE))
+
+# %% [markdown]
 # ## The idea
 #
 # Each position *i* has a **query** vector qᵢ (what it is looking for), a **key** kⱼ (what it

@@ -56,6 +56,15 @@ DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 
 # %% [markdown]
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
+# %%
+from bertbook.budget import budget_report
+
+print(budget_report([], DEVICE))
+
+# %% [markdown]
 # ## The configuration
 #
 # Every size of BERT is the same code with different numbers. They live in one dataclass,

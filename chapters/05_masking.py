@@ -63,6 +63,15 @@ tokenizer = train_wordpiece([p for a in train_articles for p in a.paragraphs], S
 print(f"{len(train_articles)} training articles; vocabulary of {tokenizer.vocab_size:,} pieces")
 
 # %% [markdown]
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
+# %%
+from bertbook.budget import budget_report
+
+print(budget_report([], None))
+
+# %% [markdown]
 # ## The recipe
 #
 # For each sequence, the original chooses **15%** of the tokens to predict — never `[CLS]`,

@@ -63,7 +63,7 @@ SIZES = {
                 seq=128, batch=32, steps=2000, lr=1e-3, warmup=200, eval_every=400,
                 precision="bf16"),
     "gpu": dict(corpus="wikitext-103", articles=5000, vocab=30522, model="bert-small",
-                seq=128, batch=128, steps=20000, lr=5e-4, warmup=2000, eval_every=2000,
+                seq=128, batch=128, steps=12000, lr=5e-4, warmup=1200, eval_every=1500,
                 precision="auto"),
 }
 
@@ -80,6 +80,29 @@ from bertlib.runtime import best_device, seed_everything
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
+
+# %% [markdown]
+# What the `gpu` size costs, before anything runs: its arithmetic, and the minutes that
+# takes on Colab's T4 and on an A100 (`bertbook.budget` says how it is estimated). A
+# chapter's budget is 30 minutes on a T4; pretraining gets 45.
+
+# %%
+from bertbook.budget import budget_report, pretraining_work
+
+GPU_WORK = [pretraining_work(SIZES["gpu"])]
+print(budget_report(GPU_WORK, DEVICE))
+
+# %% [markdown]
+# On Colab a disconnect wipes the runtime's disk, and with it a run. With `KEEP_ON_DRIVE`
+# the next cell mounts your Google Drive (Colab asks your permission) and keeps the run and
+# the text cache in a folder there; running the chapter again after a disconnect then
+# *resumes* the run it finds instead of starting over. Elsewhere the cell does nothing.
+
+# %%
+from bertbook.runs import use_drive
+
+KEEP_ON_DRIVE = True
+use_drive(KEEP_ON_DRIVE)
 
 # %% [markdown]
 # ## The heads
@@ -946,10 +969,11 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
 # %%
 from pathlib import Path
 
+from bertbook.runs import has_checkpoint, run_folder
 from bertlib.config import BertConfig
 from bertlib.corpora import load_corpus, split_articles
 from bertlib.sentence_pairs import split_sentences
-from bertlib.tokenizer import train_wordpiece
+from bertlib.tokenizer import BertTokenizer, train_wordpiece
 
 
 def hide_a_word(sentence: str, tokenizer) -> tuple[dict, str] | None:
@@ -982,9 +1006,14 @@ def top_guesses(model, tokenizer, batch, k: int = 5) -> list[str]:
 
 articles = load_corpus(S["corpus"], S["articles"])
 train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
+# runs/ch06-cpu, say: replaced by a re-run; in a persistent folder (Drive) kept, and resumed
+run_dir = run_folder(f"ch06-{SIZE}")
+resuming = has_checkpoint(run_dir)
 # The run's vocabulary, learned here so that the probes can be made before the run;
-# run_pretraining trains with it (and keeps it in the run folder).
-probe_tokenizer = train_wordpiece([p for a in train_articles for p in a.paragraphs], S["vocab"])
+# run_pretraining trains with it and keeps it in the run folder, where a resumed run
+# reads it back.
+probe_tokenizer = (BertTokenizer.from_pretrained(run_dir / "vocabulary") if resuming else
+                   train_wordpiece([p for a in train_articles for p in a.paragraphs], S["vocab"]))
 probes = [hide_a_word(split_sentences(a.paragraphs[0])[0], probe_tokenizer)
           for a in test_articles[:6]]
 probes = [p for p in probes if p is not None]
@@ -998,11 +1027,10 @@ before = [top_guesses(untrained, probe_tokenizer, batch) for batch, _ in probes]
 # tokens per second; the cell prints how long the whole run took.
 
 # %%
-from bertbook.runs import run_folder
-
-run_dir = run_folder(f"ch06-{SIZE}")  # a re-run of the chapter replaces it
+if resuming:
+    print(f"resuming the run found in {run_dir}")
 started = time.perf_counter()
-run = run_pretraining(S, run_dir, device=DEVICE, tokenizer=probe_tokenizer)
+run = run_pretraining(S, run_dir, resume=resuming, device=DEVICE, tokenizer=probe_tokenizer)
 minutes = (time.perf_counter() - started) / 60
 history, evaluation, baselines = run["state"].history, run["evaluation"], run["baselines"]
 tokens = sum(record["tokens"] for record in history)

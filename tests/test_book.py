@@ -1,6 +1,10 @@
 """The book package: size selection, the environment report, the library map; and
 bertlib.runtime: device choice and seeding."""
 
+import os
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -90,10 +94,72 @@ def test_library_table_lists_modules_under_their_chapter():
 def test_a_run_folder_is_replaced_by_a_rerun(tmp_path, monkeypatch):
     from bertbook.runs import RUNS_VARIABLE, run_folder
 
-    monkeypatch.setenv(RUNS_VARIABLE, str(tmp_path))
+    monkeypatch.delenv(RUNS_VARIABLE, raising=False)
+    monkeypatch.chdir(tmp_path)
     first = run_folder("ch06-smoke")
     (first / "checkpoint.pt").write_bytes(b"old")
     again = run_folder("ch06-smoke")
-    assert again == tmp_path / "ch06-smoke" and list(again.iterdir()) == []
+    assert again == Path("runs/ch06-smoke") and list(again.iterdir()) == []
     with pytest.raises(ValueError, match="one folder name"):
         run_folder("../elsewhere")
+
+
+def test_a_persistent_runs_folder_keeps_a_run_to_resume(tmp_path, monkeypatch):
+    from bertbook.runs import RUNS_VARIABLE, finished_run, has_checkpoint, run_folder
+
+    monkeypatch.setenv(RUNS_VARIABLE, str(tmp_path))
+    first = run_folder("ch06-gpu")
+    (first / "checkpoint.pt").write_bytes(b"after a disconnect")
+    assert has_checkpoint(run_folder("ch06-gpu")) and finished_run("ch06-gpu") is None
+    (first / "model").mkdir()
+    (first / "model" / "config.json").write_text("{}")
+    assert finished_run("ch06-gpu") == tmp_path / "ch06-gpu" / "model"
+
+
+def test_drive_is_offered_on_colab_only(tmp_path, monkeypatch):
+    """Simulated Colab: a fake google.colab whose drive.mount records the call."""
+    import types
+
+    from bertbook.runs import CACHE_VARIABLE, RUNS_VARIABLE, use_drive
+
+    monkeypatch.delenv(RUNS_VARIABLE, raising=False)
+    monkeypatch.delenv(CACHE_VARIABLE, raising=False)
+    assert use_drive() is None and RUNS_VARIABLE not in os.environ  # not on Colab
+    mounted = []
+    colab = types.ModuleType("google.colab")
+    colab.drive = types.SimpleNamespace(mount=mounted.append)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    assert use_drive(wanted=False) is None and not mounted
+    root = use_drive(folder=str(tmp_path / "MyDrive" / "book"))
+    assert mounted == ["/content/drive"] and root == tmp_path / "MyDrive" / "book"
+    assert os.environ[RUNS_VARIABLE] == str(root / "runs")
+    assert os.environ[CACHE_VARIABLE] == str(root / "cache")
+
+
+def test_steps_scale_cuts_training_lengths_and_claims(monkeypatch):
+    table = {"smoke": {}, "cpu": {}, "gpu": dict(
+        steps=20000, warmup=2000, eval_every=2000, epochs=3, batch=128, assert_claims=True,
+        pretrain=dict(steps=2500, warmup=250, lr=5e-4))}
+    monkeypatch.setenv("BERT_BOOK_SIZE", "gpu")
+    monkeypatch.setenv("BERT_BOOK_STEPS", "0.02")
+    _, cut = sizes.pick_size(table)
+    assert cut == dict(steps=400, warmup=40, eval_every=40, epochs=0.06, batch=128,
+                       assert_claims=False, pretrain=dict(steps=50, warmup=5, lr=5e-4))
+    assert sizes.scaled(dict(steps=10, warmup=5), 0.01) == dict(steps=1, warmup=0)
+    monkeypatch.setenv("BERT_BOOK_STEPS", "2")
+    with pytest.raises(sizes.BookSizeError, match="must be a number in \\(0, 1\\]"):
+        sizes.pick_size(table)
+    monkeypatch.delenv("BERT_BOOK_STEPS")
+    assert sizes.pick_size(table)[1] == table["gpu"]
+
+
+def test_a_claim_prints_its_verdict_and_asserts_only_where_shown(capsys):
+    from bertbook.claims import claim
+
+    assert claim(True, "pretraining helps", assert_it=True)
+    assert not claim(False, "left-to-right wins", assert_it=False)
+    assert capsys.readouterr().out.splitlines() == [
+        "claim holds: pretraining helps",
+        "claim does NOT hold at this size: left-to-right wins"]
+    with pytest.raises(AssertionError, match="claim failed: left-to-right wins"):
+        claim(False, "left-to-right wins", assert_it=True)

@@ -25,7 +25,7 @@ from bertlib.train import Trainer, TrainingConfig
 __all__ = ["start_process_group", "DataParallelTrainer", "switch_off_dropout"]
 
 
-# From chapters/09_scaling_up.py, cell 50.
+# From chapters/09_scaling_up.py, cell 52.
 def start_process_group() -> tuple[int, int, torch.device]:
     """(rank, world size, device) of this process. Under torchrun, join the process group:
     NCCL with the GPU numbered LOCAL_RANK when every process on this machine has a GPU of
@@ -111,7 +111,7 @@ class DataParallelTrainer(Trainer):
         return contextlib.nullcontext() if last else self.forward_model.no_sync()
 
 
-# From chapters/09_scaling_up.py, cell 52.
+# From chapters/09_scaling_up.py, cell 54.
 def switch_off_dropout(model: nn.Module) -> nn.Module:
     """Every dropout probability to 0 (nn.Dropout modules and attention's own rate)."""
     for module in model.modules():

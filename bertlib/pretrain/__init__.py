@@ -41,12 +41,12 @@ SIZES = {
                 seq=128, batch=32, steps=2000, lr=1e-3, warmup=200, eval_every=400,
                 precision="bf16"),
     "gpu": dict(corpus="wikitext-103", articles=5000, vocab=30522, model="bert-small",
-                seq=128, batch=128, steps=20000, lr=5e-4, warmup=2000, eval_every=2000,
+                seq=128, batch=128, steps=12000, lr=5e-4, warmup=1200, eval_every=1500,
                 precision="auto"),
 }
 
 
-# From chapters/06_pretraining.py, cell 28.
+# From chapters/06_pretraining.py, cell 32.
 def text_digest(paragraphs: list[str]) -> str:
     """A short fingerprint of the training text: a resumed run must read the same text."""
     return hashlib.sha256("\n".join(paragraphs).encode("utf-8")).hexdigest()[:16]
@@ -167,7 +167,7 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
                 test_articles=test_articles, device=device)
 
 
-# From chapters/06_pretraining.py, cell 41.
+# From chapters/06_pretraining.py, cell 45.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertlib.pretrain",
                                      description="Pretrain a BERT on the book's corpus.")
