@@ -43,7 +43,7 @@ grade-selftest: setup  ## grade every chapter's reference answers with nbgrader 
 bench: setup      ## bertlib's pretraining step vs transformers': table and plot in benchmarks/results
 	$(PY) benchmarks/pretraining_step.py
 
-gpu-check: setup  ## on a CUDA machine: resume, benchmark and DDP checks, one JSON summary
+gpu-check: setup  ## on a CUDA machine: resume, benchmark, DDP and every chapter cut short, one JSON summary
 	$(PY) benchmarks/gpu_check.py
 
 lab: setup        ## JupyterLab on the chapters

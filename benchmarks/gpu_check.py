@@ -7,12 +7,15 @@
   peak memory).
 * **ddp**: `python -m bertbook.ddp` under torchrun on every visible GPU (NCCL), or two
   processes over gloo where there is one GPU.
+* **chapters**: every chapter executed at the `gpu` size with its training cut to
+  BERT_BOOK_STEPS (default 0.02 of each length): whether it ran, its minutes, its peak GPU
+  memory. A chapter that needs data from the network on a machine without it is reported
+  as skipped, with the reason.
 
-Not yet here: the chapters themselves at the `gpu` size with their steps cut short (they
-have no step scale yet). Without CUDA it says so and exits with status 2; `--allow-cpu` runs
-the same checks at the smoke size on the CPU, to try the script itself.
+Without CUDA it says so and exits with status 2; `--allow-cpu` runs the same checks at the
+smoke size on the CPU, to try the script itself.
 
-    python benchmarks/gpu_check.py [--steps 300] [--out _build/gpu-check]
+    python benchmarks/gpu_check.py [--steps 300] [--step-scale 0.02] [--chapters 03 06]
 """
 
 from __future__ import annotations
@@ -123,10 +126,56 @@ def ddp_check(work: Path) -> dict:
             "first_loss": run["losses"][0], "last_loss": run["losses"][-1]}
 
 
+PEAK_MEMORY_CELL = """
+import json, torch
+if torch.cuda.is_available():
+    print("PEAK_GIB", json.dumps(torch.cuda.max_memory_allocated() / 2**30))
+"""
+
+
+def chapter_check(chapter: Path, size: str, scale: float, timeout: int) -> dict:
+    """Execute one chapter in a fresh kernel at `size`, its training cut to `scale`."""
+    import jupytext
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    notebook = jupytext.read(chapter)
+    notebook.cells.append(nbformat.v4.new_code_cell(PEAK_MEMORY_CELL))
+    os.environ.update({"BERT_BOOK_SIZE": size, "BERT_BOOK_STEPS": str(scale)})
+    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                            resources={"metadata": {"path": str(chapter.parent)}})
+    started = time.perf_counter()
+    try:
+        client.execute()
+    except CellExecutionError as error:
+        needs_network = error.ename == "DataUnavailable"
+        return {"ok": None if needs_network else False, "error": f"{error.ename}: "
+                f"{error.evalue}"[:300], "minutes": round((time.perf_counter() - started) / 60, 1)}
+    printed = "".join(output.get("text", "") for output in notebook.cells[-1].outputs)
+    peak = float(printed.split()[1]) if printed.startswith("PEAK_GIB") else None
+    return {"ok": True, "minutes": round((time.perf_counter() - started) / 60, 1),
+            "peak_gib": None if peak is None else round(peak, 2)}
+
+
+def chapters_check(size: str, scale: float, wanted: list[str], timeout: int) -> dict:
+    chapters = [path for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.py"))
+                if not wanted or path.name[:2] in wanted]
+    results = {path.stem: chapter_check(path, size, scale, timeout) for path in chapters}
+    return {"ok": all(result["ok"] is not False for result in results.values()),
+            "size": size, "step_scale": scale, **results}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "gpu-check")
+    parser.add_argument("--step-scale", type=float, default=0.02,
+                        help="the share of each chapter's training lengths to run")
+    parser.add_argument("--chapters", nargs="*", default=[],
+                        help="chapter numbers to execute (default: all)")
+    parser.add_argument("--chapter-timeout", type=int, default=600,
+                        help="seconds a chapter's cell may take")
     parser.add_argument("--allow-cpu", action="store_true",
                         help="no GPU: run the checks at the smoke size, to try this script")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
@@ -150,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                "resume": resume_check(args.out, "gpu" if on_gpu else "smoke", args.steps),
                "benchmark": benchmark_check() if on_gpu else {"ok": None, "skipped": "no GPU"},
                "ddp": ddp_check(args.out),
-               "chapters": {"ok": None, "skipped": "the chapters have no step scale yet"}}
+               "chapters": chapters_check("gpu" if on_gpu else "smoke", args.step_scale,
+                                          args.chapters, args.chapter_timeout)}
     summary["seconds"] = round(time.perf_counter() - started)
     summary["ok"] = all(part["ok"] is not False for part in summary.values()
                         if isinstance(part, dict))

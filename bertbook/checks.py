@@ -35,7 +35,9 @@ __all__ = [
     "check_macro_f1",
     "check_stratified_sample",
     "check_padding_share",
+    "check_mfu",
     "check_batch_plan",
+    "check_all_reduce_bytes",
     "check_favourite_offset",
 ]
 
@@ -380,8 +382,22 @@ def check_padding_share(padding_share: Callable[[list[int], int], float]) -> Non
     ])
 
 
+def check_mfu(mfu: Callable[[float, int, int, float], float]) -> None:
+    """Exercise 09.3: model FLOPs utilisation by the 6-FLOPs-per-weight count."""
+    check_cases(mfu, [
+        Case((1000.0, 1, 10, 7.2e7), 0.1, "one layer of h = 10 has 1,200 weights: 7,200 "
+                                          "FLOPs a token, 7.2e6 FLOP/s of 7.2e7"),
+        Case((1000.0, 2, 10, 7.2e7), 0.2, "twice the layers, twice the FLOPs per token"),
+        Case((500.0, 1, 20, 7.2e7), 0.2, "h = 20: four times the weights of h = 10, at half "
+                                         "the rate"),
+        Case((0.0, 12, 768, 1e12), 0.0, "no tokens, no use"),
+    ])
+
+
+# ---- chapter 10 -------------------------------------------------------------------
+
 def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> None:
-    """Exercise 09.3: micro-batch and accumulation steps for a global batch."""
+    """Exercise 10.1: micro-batch and accumulation steps for a global batch."""
     check_cases(batch_plan, [
         Case((256, 8, 32), (32, 1), "32 per process fits in one micro-batch"),
         Case((256, 8, 16), (16, 2), "32 per process, at most 16 at a time: two steps of 16"),
@@ -390,6 +406,16 @@ def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> 
         Case((96, 4, 10), (8, 3), "24 per process; 12 is too big, so three steps of 8"),
         Case((100, 8, 32), None, "100 sequences do not split evenly over 8 processes",
              raises=ValueError),
+    ])
+
+
+def check_all_reduce_bytes(all_reduce_bytes: Callable[[int, int, int], float]) -> None:
+    """Exercise 10.3: the bytes one process sends in a ring all-reduce."""
+    check_cases(all_reduce_bytes, [
+        Case((1000, 2, 4), 4000.0, "two processes: 2 * 1/2 of the 4,000 gradient bytes"),
+        Case((1000, 4, 2), 3000.0, "four processes: 2 * 3/4 of 2,000 bytes"),
+        Case((1000, 1, 4), 0.0, "alone, a process sends nothing"),
+        Case((10, 10, 4), 72.0, "ten processes: 2 * 9/10 of 40 bytes"),
     ])
 
 

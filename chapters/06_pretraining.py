@@ -576,18 +576,18 @@ class Trainer:
         self.state = TrainingState()
         self.loader_workers = (default_loader_workers(self.device)
                                if config.loader_workers is None else config.loader_workers)
-        # One process owns the whole batch; chapter 09's data-parallel trainer changes these
+        # One process owns the whole batch; chapter 10's data-parallel trainer changes these
         # three: each of world_size processes takes its slice through its wrapped model.
         self.rank, self.world_size, self.forward_model = 0, 1, model
 
     def _whole_batch(self, totals: torch.Tensor) -> torch.Tensor:
         """The step's [loss, tokens] over the whole global batch: here, this process's
-        own (chapter 09 combines them over all processes)."""
+        own (chapter 10 combines them over all processes)."""
         return totals
 
     def _gradient_sync(self, last: bool):
         """The context a micro-batch's forward and backward run in: here none (chapter
-        09's data-parallel trainer exchanges gradients only after the last one)."""
+        10's data-parallel trainer exchanges gradients only after the last one)."""
         return contextlib.nullcontext()
 
     @property

@@ -40,13 +40,15 @@ if "google.colab" in sys.modules:
 
 # %% [markdown]
 # One size switch chooses everything. `pretrain` is a budget for chapter 06's
-# `run_pretraining` (the `gpu` size uses chapter 06's own `gpu` run); the rest sizes the
-# fine-tuning runs. To fit in a laptop's half hour, the `cpu` size pretrains bert-tiny (two
-# layers half as wide as chapter 06's bert-mini, so it takes several times more steps in
-# the same CPU minutes), and
-# lets a fixed draw of 5,000 sentiment sentences stand for the whole training set
-# (`sentiment_train`; the `gpu` size uses all of them). (Besides the usual tools, the
-# first cell imports what the library cells below use from earlier chapters' modules.)
+# `run_pretraining`, spent three times (once per pretraining objective; at the `gpu` size
+# a sixth of chapter 06's steps each, to fit the chapter in half an hour on a T4); the rest
+# sizes the fine-tuning runs, each capped at a number of training examples. To fit in a
+# laptop's half hour, the `cpu` size pretrains bert-tiny (two layers half as wide as
+# chapter 06's bert-mini, so it takes several times more steps in the same CPU minutes),
+# and lets a fixed draw of 5,000 sentiment sentences stand for the whole training set
+# (`sentiment_train`; the `gpu` size's cap is above the size of the training set).
+# (Besides the usual tools, the first cell imports what the library cells below use from
+# earlier chapters' modules.)
 
 # %%
 import bz2
@@ -1524,11 +1526,11 @@ def squad() -> dict[str, list[SpanQuestion]]:
 
 # %% [markdown]
 # On Colab, each benchmark is fine-tuned from MiniLM with the same recipe and scored as
-# above, on a random sample of `benchmark_train` training examples: 20,000 at the `gpu`
-# size, which is all of MRPC (3,668) and CoNLL-2003 (about 14,000 sentences) but under a
-# third of SST-2 (67,349) and under a quarter of SQuAD (87,599 questions). It is a budget,
-# so those two score below the paper's full runs. Elsewhere the cell says that it skipped
-# them.
+# above, on a random sample of `benchmark_train` training examples: 10,000 at the `gpu`
+# size (to keep the chapter within its half hour on a T4), which is all of MRPC (3,668),
+# about 70% of CoNLL-2003 (about 14,000 sentences), a seventh of SST-2 (67,349) and a
+# ninth of SQuAD (87,599 questions). It is a budget, so these score below the paper's full
+# runs. Elsewhere the cell says that it skipped them.
 
 # %% tags=["nbval-ignore-output"]
 from bertbook.datasets import CONLL_TAGS, conll2003, glue_task, squad

@@ -13,15 +13,15 @@
 # ---
 
 # %% [markdown]
-# # 09 · Scaling up
+# # 09 · One device, fast
 #
 # BERT-base was pretrained on 16 TPU chips for four days (Devlin et al., 2018, §A.2). What
 # would that cost on the machine in front of you, and how much of the machine does a
 # training step really use? This chapter opens a training step up: where the time goes,
 # the levers that make each step cheaper (and what each one costs), how many
 # floating-point operations a step needs and what share of the hardware's peak we reach,
-# the paper's budget turned into GPU hours, and how to split a batch over several
-# processes or GPUs with PyTorch's own data-parallel engine.
+# and the paper's budget turned into GPU hours. Chapter 10 then splits the batch over
+# several processes or GPUs.
 #
 # Every figure below is measured on the machine that runs the notebook: on a laptop CPU
 # the ratios differ from a GPU's, and the chapter says where and why.
@@ -47,10 +47,7 @@ if "google.colab" in sys.modules:
 
 # %%
 import gc
-import json
-import os
 import random
-import tempfile
 import time
 from pathlib import Path
 
@@ -73,12 +70,12 @@ from bertlib.tokenizer import BertTokenizer
 
 SIZES = {
     "smoke": dict(model="bert-tiny", batch=8, seq=64, repeats=3, documents=96,
-                  compile=False, ddp_steps=2, assert_claims=False),
+                  compile=False, assert_claims=False),
     "cpu": dict(model="bert-mini", batch=32, seq=128, repeats=5, documents=384,
-                compile=True, ddp_steps=3, assert_claims=True),
+                compile=True, assert_claims=True),
     # No run at the gpu size has been seen yet: its claims are printed, not asserted.
     "gpu": dict(model="bert-base", batch=64, seq=128, repeats=10, documents=4096,
-                compile=True, ddp_steps=3, assert_claims=False),
+                compile=True, assert_claims=False),
 }
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
@@ -888,254 +885,8 @@ print(f"at this device's measured {flops_here / 1e9:,.0f} GFLOP/s: {hours:,.0f} 
 # %% [markdown]
 # (The base rate assumes the bigger model runs at the FLOP rate our model reached; larger
 # matrices usually run a little faster, so read it as an upper bound. `make bench` and
-# `benchmarks/gpu_bert_base.py` measure BERT-base itself.)
-#
-# ## More than one GPU: data parallelism
-#
-# Data parallelism runs one copy of the model per GPU (or per process). Each copy takes
-# its slice of the global batch, computes its gradient, and before the optimiser step the
-# gradients are averaged across copies (an *all-reduce*), so every copy makes the identical
-# update. PyTorch's `DistributedDataParallel` (DDP) does the all-reduce, overlapping it with
-# the backward pass in buckets of gradients. `torchrun` starts the processes and tells
-# each its `RANK`, `LOCAL_RANK` and `WORLD_SIZE` through environment variables.
-#
-# Chapter 06's `Trainer` was written with three slots for this — `rank`, `world_size` and
-# `forward_model` — and one hook, `_whole_batch`. The data-parallel trainer fills them in:
-# rank 0 alone logs and writes checkpoints, and the step's loss is averaged over the
-# processes (for the log, and so that all of them see a divergence at once). The global
-# `batch_size` stays what it was; each of the `world_size` processes takes its share.
-
-# %%
-#| export bertlib/distributed/__init__.py
-"""Data-parallel training with PyTorch's DistributedDataParallel, launched by torchrun
-(`torchrun --nproc_per_node 2 -m bertbook.ddp ...` runs the book's example).
-
-Each process holds a copy of the model and takes its slice of every global batch; DDP
-averages the gradients so that every copy makes the same update. On CPUs the processes
-talk over gloo, on GPUs over NCCL.
-"""
-
-import contextlib
-import os
-from dataclasses import replace
-from pathlib import Path
-
-import torch
-import torch.distributed as dist
-from torch import nn
-from torch.nn.parallel import DistributedDataParallel
-
-from bertlib.errors import CheckpointError, ConfigError
-from bertlib.runtime import best_device
-from bertlib.train import Trainer, TrainingConfig
-
-
-def start_process_group() -> tuple[int, int, torch.device]:
-    """(rank, world size, device) of this process. Under torchrun, join the process group:
-    NCCL with the GPU numbered LOCAL_RANK when every process on this machine has a GPU of
-    its own, else gloo on the CPU (two processes on a one-GPU runtime share nothing, and
-    rank 1 would ask for a cuda:1 that is not there). One process: (0, 1, the best device)."""
-    if "WORLD_SIZE" not in os.environ or int(os.environ["WORLD_SIZE"]) == 1:
-        return 0, 1, best_device()
-    local_processes = int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"]))
-    if torch.cuda.is_available() and torch.cuda.device_count() >= local_processes:
-        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-        torch.cuda.set_device(device)
-        dist.init_process_group("nccl", device_id=device)
-    else:
-        device = torch.device("cpu")
-        dist.init_process_group("gloo")
-    return dist.get_rank(), dist.get_world_size(), device
-
-
-class DataParallelTrainer(Trainer):
-    """Chapter 06's Trainer in one of several processes: this rank's share of each global
-    batch, the gradients averaged by DDP, checkpoints and the progress bar on rank 0 only."""
-
-    def __init__(self, model: nn.Module, dataset, collator, config: TrainingConfig,
-                 device: torch.device, **options):
-        if not dist.is_initialized():
-            raise ConfigError("no process group: launch with torchrun, which sets RANK and "
-                               "WORLD_SIZE, and call start_process_group() first")
-        world = dist.get_world_size()
-        if config.batch_size % world:
-            raise ConfigError(f"batch_size {config.batch_size} does not split evenly over "
-                             f"{world} processes; make it a multiple of {world}")
-        rank = dist.get_rank()
-        config = replace(config, progress=config.progress and rank == 0)
-        super().__init__(model, dataset, collator, config, device, **options)
-        self.rank, self.world_size = rank, world
-        device_ids = [device.index] if device.type == "cuda" else None
-        self.forward_model = DistributedDataParallel(self.model, device_ids=device_ids)
-
-    def save_checkpoint(self) -> Path | None:
-        """Rank 0 writes what all share (every copy holds the same weights and optimiser
-        state); every rank writes what is its own: its random number generators. A resumed
-        run then draws the dropout that an unbroken one would have drawn, on every rank, not
-        rank 0's on all of them. (Masks need no saving: they are seeded by the batch's place
-        and the rank.)"""
-        path = super().save_checkpoint() if self.rank == 0 else None
-        own = {"torch_rng": torch.get_rng_state(),
-               "cuda_rng": (torch.cuda.get_rng_state(self.device)
-                            if self.device.type == "cuda" else None)}
-        self._own_state_path().parent.mkdir(parents=True, exist_ok=True)
-        temporary = self._own_state_path().with_suffix(".tmp")
-        torch.save(own, temporary)
-        temporary.replace(self._own_state_path())
-        dist.barrier()
-        return path
-
-    def load_checkpoint(self) -> None:
-        """The shared state from rank 0's checkpoint, then this rank's own."""
-        super().load_checkpoint()
-        path = self._own_state_path()
-        if not path.is_file():
-            raise CheckpointError(f"{path} is missing: the run was saved by another number "
-                                  f"of processes than {self.world_size}; resume with as many")
-        own = torch.load(path, map_location="cpu", weights_only=False)  # our own file
-        torch.set_rng_state(own["torch_rng"])
-        if own["cuda_rng"] is not None and self.device.type == "cuda":
-            torch.cuda.set_rng_state(own["cuda_rng"], self.device)
-
-    def _own_state_path(self) -> Path:
-        return self.checkpoint_path.with_name(f"rank{self.rank}-of-{self.world_size}.pt")
-
-    def _whole_batch(self, totals: torch.Tensor) -> torch.Tensor:
-        """[mean loss, total tokens] over all processes. Every process then judges the
-        same loss, so if training diverges they all stop together instead of one stopping
-        while the others wait for it forever."""
-        totals = totals.clone()
-        dist.all_reduce(totals)
-        totals[0] /= self.world_size
-        return totals
-
-    def _gradient_sync(self, last: bool):
-        """DDP averages gradients during backward; with accumulation that is needed only
-        once per step, after the last micro-batch (no_sync skips it for the others)."""
-        return contextlib.nullcontext() if last else self.forward_model.no_sync()
-
-
-# %% [markdown]
-# A runnable entry point: fine-tune the real MiniLM on sentiment for a few steps, in as
-# many processes as `torchrun` starts (or in this one), and save the result. Dropout draws
-# different random numbers in every process, so `--no-dropout` switches it off when we
-# want to compare runs exactly.
-
-# %%
-#| export bertlib/distributed/__init__.py
-def switch_off_dropout(model: nn.Module) -> nn.Module:
-    """Every dropout probability to 0 (nn.Dropout modules and attention's own rate)."""
-    for module in model.modules():
-        if isinstance(module, nn.Dropout):
-            module.p = 0.0
-        elif isinstance(getattr(module, "dropout", None), float):
-            module.dropout = 0.0
-    return model
-
-
-# %% [markdown]
-# The command that the proof below runs, `python -m bertbook.ddp`: it fine-tunes MiniLM on
-# the book's sentiment data, so it lives in the book's package, not in the library.
-
-# %%
-#| export bertbook/ddp/__init__.py
-"""`python -m bertbook.ddp` (under torchrun): chapter 09's data-parallel fine-tuning of
-MiniLM on the book's sentiment snippets, one process or several."""
-
-import argparse
-import json
-from pathlib import Path
-
-import torch
-import torch.distributed as dist
-
-from bertbook.datasets import minilm_dir, rotten_tomatoes
-from bertlib.batch import PaddingCollator
-from bertlib.distributed import DataParallelTrainer, start_process_group, switch_off_dropout
-from bertlib.finetuning import BertForSequenceClassification, classification_features
-from bertlib.tokenizer import BertTokenizer
-from bertlib.train import Trainer, TrainingConfig
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Fine-tune MiniLM on sentiment, data-parallel.")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--batch-size", type=int, default=16, help="the global batch")
-    parser.add_argument("--examples", type=int, default=512)
-    parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--no-dropout", action="store_true")
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    rank, world, device = start_process_group()
-    torch.manual_seed(0)
-    tokenizer = BertTokenizer.from_pretrained(minilm_dir())
-    features = classification_features(tokenizer, rotten_tomatoes()["train"][:args.examples],
-                                       args.max_length)
-    model = BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
-    if args.no_dropout:
-        switch_off_dropout(model)
-    config = TrainingConfig(steps=args.steps, batch_size=args.batch_size, learning_rate=5e-5,
-                            precision="auto", progress=False)
-    trainer_class = DataParallelTrainer if world > 1 else Trainer
-    state = trainer_class(model, features, PaddingCollator(tokenizer.pad_id), config,
-                          device).train()
-    if rank == 0:
-        model.save_pretrained(args.out)
-        losses = [record["loss"] for record in state.history]
-        (args.out / "run.json").write_text(json.dumps({"world_size": world,
-                                                       "losses": losses}) + "\n")
-        print(f"{world} process(es), {args.steps} steps of {args.batch_size}: "
-              f"loss {losses[0]:.4f} -> {losses[-1]:.4f}; saved in {args.out}")
-    if world > 1:
-        dist.destroy_process_group()
-    return 0
-
-
-# %% [markdown]
-# Now the proof. Two processes on this machine (gloo, over the CPU) and one process, the
-# same global batch, the same steps: the weights must come out the same. (On a machine
-# with GPUs, `--nproc_per_node` is the number of GPUs and nothing else changes.)
-
-# %%
-def run_fine_tuning(processes: int, out: Path) -> dict:
-    """python -m bertbook.ddp in `processes` processes (torchrun when more than 1)."""
-    launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone",
-                 "--nproc_per_node", str(processes)] if processes > 1
-                else [sys.executable])
-    command = [*launcher, "-m", "bertbook.ddp", "--steps", str(S["ddp_steps"]),
-               "--batch-size", "8", "--examples", "64", "--max-length", "48",
-               "--no-dropout", "--out", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
-    print(done.stdout.strip().splitlines()[-1])
-    return json.loads((out / "run.json").read_text())
-
-
-from safetensors.torch import load_file
-
-with tempfile.TemporaryDirectory() as scratch:
-    single = run_fine_tuning(1, Path(scratch) / "one")
-    double = run_fine_tuning(2, Path(scratch) / "two")
-    weights = [load_file(Path(scratch) / name / "model.safetensors") for name in ("one", "two")]
-largest_gap = max((weights[0][k] - weights[1][k]).abs().max().item() for k in weights[0])
-print(f"losses, 1 process: {[round(x, 4) for x in single['losses']]}")
-print(f"losses, 2 processes: {[round(x, 4) for x in double['losses']]}")
-print(f"largest weight difference after {S['ddp_steps']} steps: {largest_gap:.1e}")
-assert largest_gap < 1e-5
-
-# %% [markdown]
-# The two runs agree to float rounding: averaging two half-batch gradients is the
-# full-batch gradient, because the loss is a mean over examples and both halves hold the
-# same number of them. (For the masked-LM loss, a mean over *predicted tokens*, the halves
-# hold different numbers of them, and DDP's plain average weights them slightly
-# differently from one big batch; it is still an unbiased, standard choice.)
-#
-# On a GPU machine the same entry point runs as
-# `torchrun --nproc_per_node 8 -m bertbook.ddp --steps 1000 --out runs/ddp`.
-# What limits scaling then is the all-reduce: per step each GPU sends and receives about
-# twice the model's gradient bytes, which DDP overlaps with the backward pass.
+# `benchmarks/gpu_bert_base.py` measure BERT-base itself.) One device has now been pushed
+# as far as this chapter goes; chapter 10 adds more of them.
 
 # %%
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
@@ -1149,9 +900,6 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #   (honest side-by-side measurement), `training_step`, `forward_flops_per_token` /
 #   `training_flops_per_token` (checked against PyTorch's FLOP counter),
 #   `datasheet_peak_flops`, `matmul_flops_per_second`, and `PretrainingBudget`.
-# * `bertlib.distributed`: `start_process_group`, `DataParallelTrainer` (chapter 06's
-#   trainer, data-parallel); in the book's package, `python -m bertbook.ddp` under
-#   `torchrun`.
 # * Chapter 04's `BertModel` gained `position_ids`, a `(batch, seq, seq)` attention mask
 #   and `encoder.gradient_checkpointing`.
 # * Measured here: each lever's speed and memory, MFU, and the paper's budget in hours of
@@ -1204,37 +952,24 @@ for lengths, rows, expected in [([2, 4], 2, 0.25), ([3, 3], 1, 0.0), ([1, 3, 2],
 # ### END SOLUTION
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_3_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 9.3 — a batch plan.** The paper's global batch is 256 sequences. Write
-# `batch_plan(global_batch, processes, max_micro_batch)`: the `(micro_batch, accumulation)`
-# that each of `processes` data-parallel processes should use so that
-# `processes × micro_batch × accumulation == global_batch`, with `micro_batch` at most
-# `max_micro_batch` and as few accumulation steps as possible. Raise `ValueError` when the
-# global batch does not split evenly over the processes.
+# **Exercise 9.3 — utilisation from a measured rate.** A common shortcut counts a training
+# token as 6 FLOPs per weight of the encoder's matrices (2 for the forward product, 4 for
+# the backward), and a layer holds 12·h² such weights (4h² in attention, 8h² in the
+# feed-forward). Write `mfu(tokens_per_second, layers, hidden, peak_flops)`: the share of
+# `peak_flops` that a run at `tokens_per_second` uses by this count.
 
 # %% nbgrader={"grade": false, "grade_id": "ex9_3_answer", "locked": false, "schema_version": 3, "solution": true}
-def batch_plan(global_batch: int, processes: int, max_micro_batch: int) -> tuple[int, int]:
+def mfu(tokens_per_second: float, layers: int, hidden: int, peak_flops: float) -> float:
     ### BEGIN SOLUTION
-    if global_batch % processes:
-        raise ValueError(f"{global_batch} sequences do not split over {processes} processes")
-    per_process = global_batch // processes
-    for accumulation in range(1, per_process + 1):
-        if per_process % accumulation == 0 and per_process // accumulation <= max_micro_batch:
-            return per_process // accumulation, accumulation
-    raise ValueError("max_micro_batch must be at least 1")
+    return tokens_per_second * 6 * 12 * layers * hidden**2 / peak_flops
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex9_3_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
-from bertbook.checks import check_batch_plan
+from bertbook.checks import check_mfu
 
-check_batch_plan(batch_plan)
+check_mfu(mfu)
 ### BEGIN HIDDEN TESTS
-got = batch_plan(64, 4, 8)
-assert type(got) is tuple and all(type(n) is int for n in got) and got == (8, 2), got
-try:
-    batch_plan(30, 4, 8)
-except ValueError:
-    pass
-else:
-    raise AssertionError("batch_plan(30, 4, 8) should raise ValueError")
+got = mfu(2_000.0, 2, 10, 1e8)
+assert type(got) is float and abs(got - 0.288) < 1e-12, got
 ### END HIDDEN TESTS
