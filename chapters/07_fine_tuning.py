@@ -1102,7 +1102,8 @@ TASKS = {  # name: (splits, features, head, head options, evaluation, length in 
                 evaluate_span_qa, 2 * L),
 }
 MINILM_RECIPE = FineTuningRecipe(learning_rate=2e-4, epochs=S["epochs"],
-                                 min_steps=S["min_steps"], precision=S["precision"])
+                                 min_steps=S["min_steps"], precision=S["precision"],
+                                 progress=True)
 STARTS = {  # name: (tokenizer, load(head class, head options) -> model, recipe)
     "MiniLM (real)": (minilm_tokenizer,
                       lambda head, options: head.from_pretrained(minilm_dir(), **options),
@@ -1238,7 +1239,7 @@ for name, how in OBJECTIVES.items():
     run_dir = run_folder(f"ch07-{SIZE}-" + name.lower().replace(" + ", "-").replace(" ", "-"))
     started = time.perf_counter()
     run = run_pretraining(S["pretrain"], run_dir, resume=has_checkpoint(run_dir),
-                          device=DEVICE, progress=False, **how)
+                          device=DEVICE, **how)
     pretrained_dirs[name] = run_dir / "model"
     pretraining_scores[name] = run["evaluation"]["mlm_accuracy"]
     context_free_guess[name] = max(run["baselines"].values())
@@ -1288,7 +1289,8 @@ def from_folder(folder: Path, **fixed):
 
 
 SMALL_RECIPE = FineTuningRecipe(learning_rate=1e-3, epochs=S["epochs"],
-                                min_steps=S["min_steps"], precision=S["precision"])
+                                min_steps=S["min_steps"], precision=S["precision"],
+                                progress=True)
 # At the gpu size, chapter 06's full run is the book's checkpoint when it has finished.
 chapter_06 = finished_run("ch06-gpu") if SIZE == "gpu" else None
 book_dir = chapter_06 or pretrained_dirs["MLM + NSP"]
