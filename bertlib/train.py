@@ -215,6 +215,11 @@ class Trainer:
         if len(dataset) < config.batch_size:
             raise InputError(f"the dataset has {len(dataset)} examples, fewer than one batch "
                              f"({config.batch_size}); use more data or a smaller batch_size")
+        if not callable(getattr(collator, "reseed", None)):
+            raise ConfigError(f"{type(collator).__name__} has no reseed(key) method: the "
+                              "trainer reseeds the collator before each batch so that resumed "
+                              "runs and loader workers draw the same masks; add one (it may "
+                              "do nothing if the collator draws nothing at random)")
         self.model.to(self.device)
         self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay),
                                            lr=config.learning_rate,

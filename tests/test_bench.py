@@ -69,3 +69,19 @@ def test_gpu_scripts_refuse_cleanly_without_cuda(root, script):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "no CUDA device here" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_the_gpu_check_executes_a_chapter_and_reports_its_failures(root, tmp_path):
+    """The chapters part of `make gpu-check`, on the CPU at the smoke size: one chapter that
+    runs, and one whose cell fails, reported with the error instead of stopping the check."""
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import gpu_check
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    ran = gpu_check.chapter_check(root / "chapters" / "03_attention.py", "smoke", 0.5, 300)
+    assert ran["ok"] is True and ran["minutes"] >= 0 and ran["peak_gib"] is None  # no GPU
+    broken = tmp_path / "99_broken.py"
+    broken.write_text("# %%\nprint('before')\n\n# %%\nraise RuntimeError('out of memory')\n")
+    failed = gpu_check.chapter_check(broken, "smoke", 0.5, 60)
+    assert failed["ok"] is False and failed["error"] == "RuntimeError: out of memory"

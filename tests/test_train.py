@@ -7,7 +7,7 @@ import torch
 
 from bertlib.config import BertConfig
 from bertlib.corpora import wikipedia_articles
-from bertlib.errors import CheckpointError, TrainingDiverged
+from bertlib.errors import CheckpointError, ConfigError, TrainingDiverged
 from bertlib.masking import PretrainingCollator
 from bertlib.pretraining import BertForPreTraining
 from bertlib.sentence_pairs import sentence_documents, sentence_pairs
@@ -236,3 +236,16 @@ def test_a_gpu_gets_workers_and_pinned_memory_a_cpu_neither(data, monkeypatch):
     on_cpu = batch_loader(batches, 0, 4, torch.device("cpu"), workers=0)
     assert on_gpu.pin_memory and on_gpu.num_workers == 2 and not on_cpu.pin_memory
     assert list(on_cpu.sampler) == [0, 1, 2, 3]
+
+
+def test_a_collator_without_reseed_is_refused_with_advice(data):
+    tokenizer, pairs = data
+
+    def pad_only(examples):
+        return PretrainingCollator(tokenizer)(examples)
+
+    with pytest.raises(ConfigError, match="has no reseed\\(key\\) method"):
+        Trainer(BertForPreTraining(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32,
+                                              num_hidden_layers=1, num_attention_heads=2,
+                                              intermediate_size=64)),
+                pairs, pad_only, TrainingConfig(steps=2, batch_size=8))
