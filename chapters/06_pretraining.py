@@ -1070,9 +1070,10 @@ plt.show()
 
 # %% [markdown]
 # The claim, asserted at the sizes whose runs have shown it (`smoke`, `cpu`): a model that
-# reads the context fills in hidden words far better than any guess that ignores it. (The margin is set to hold from run to run: the
-# `tokenizers` WordPiece trainer breaks ties between equally frequent pairs differently in
-# each process, so the vocabulary — and every number here — varies a little between runs.)
+# reads the context fills in hidden words far better than any guess that ignores it. (The
+# margin is set to hold from run to run: the `tokenizers` WordPiece trainer breaks ties
+# between equally frequent pairs differently in each process, so the vocabulary — and every
+# number here — varies a little between runs.)
 
 # %%
 accuracy = evaluation["mlm_accuracy"]
