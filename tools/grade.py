@@ -181,7 +181,10 @@ class Grader:
         (course / "tmp").mkdir()
         _write_kernelspec(private / "jupyter", self._kernel_argv(course, private),
                           {"BERT_BOOK_SIZE": "smoke", "HOME": str(course / "home"),
-                           "TMPDIR": str(course / "tmp"), "MPLBACKEND": "Agg"})
+                           "TMPDIR": str(course / "tmp"), "MPLBACKEND": "Agg",
+                           # the chapters' training runs, in this throwaway course: the
+                           # kernel's working folder is read-only in the sandbox
+                           "BERT_BOOK_RUNS": str(course / "runs")})
         (private / "nbgrader_config.py").write_text(_CONFIG.format(
             progress=json.dumps(str(private / "progress.txt"))))
         env = {**os.environ, "JUPYTER_PATH": str(private / "jupyter"),
