@@ -86,8 +86,7 @@ def budget_report(work: Sequence[Work], device: torch.device | None = None) -> s
     """What a chapter prints at its top: the `gpu` size's work, and its minutes on the
     reference GPUs (and on this machine's GPU, when there is one)."""
     if not work:
-        return ("at the gpu size: no training run; this chapter's GPU arithmetic is small "
-                "next to reading and preparing its text")
+        return "at the gpu size: no model is trained here, so no GPU arithmetic worth estimating"
     total = sum(piece.flops for piece in work)
     lines = [f"at the gpu size: {total / 1e15:,.2f} PFLOP of arithmetic"]
     lines += [f"  {piece.what}: {piece.flops / 1e15:,.2f} PFLOP" for piece in work]
