@@ -33,6 +33,8 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script: the repository's tools package
+    sys.path.insert(0, str(ROOT))
 RESUME_TOLERANCE = 1e-3  # GPU kernels are not bit-for-bit deterministic; a CPU run is exact
 
 
@@ -135,19 +137,20 @@ if torch.cuda.is_available():
 
 def chapter_check(chapter: Path, size: str, scale: float, timeout: int) -> dict:
     """Execute one chapter in a fresh kernel at `size`, its training cut to `scale`."""
-    import jupytext
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    notebook = jupytext.read(chapter)
+    from tools.chapters import read_chapter
+
+    notebook = read_chapter(chapter)
     notebook.cells.append(nbformat.v4.new_code_cell(PEAK_MEMORY_CELL))
-    os.environ.update({"BERT_BOOK_SIZE": size, "BERT_BOOK_STEPS": str(scale)})
     client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(chapter.parent)}})
     started = time.perf_counter()
-    try:
-        client.execute()
+    try:  # the size and the step scale go to the kernel only, not to this process
+        client.execute(env={**os.environ, "BERT_BOOK_SIZE": size,
+                            "BERT_BOOK_STEPS": str(scale)})
     except CellExecutionError as error:
         needs_network = error.ename == "DataUnavailable"
         return {"ok": None if needs_network else False, "error": f"{error.ename}: "
@@ -159,8 +162,9 @@ def chapter_check(chapter: Path, size: str, scale: float, timeout: int) -> dict:
 
 
 def chapters_check(size: str, scale: float, wanted: list[str], timeout: int) -> dict:
-    chapters = [path for path in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.py"))
-                if not wanted or path.name[:2] in wanted]
+    from tools.chapters import chapter_sources
+
+    chapters = [path for path in chapter_sources(ROOT) if not wanted or path.name[:2] in wanted]
     results = {path.stem: chapter_check(path, size, scale, timeout) for path in chapters}
     return {"ok": all(result["ok"] is not False for result in results.values()),
             "size": size, "step_scale": scale, **results}

@@ -19,7 +19,12 @@ from dataclasses import dataclass
 
 import torch
 
-from bertbook.measure import DATASHEET_TFLOPS, datasheet_peak_flops, training_flops_per_token
+from bertbook.measure import (
+    DATASHEET_TFLOPS,
+    datasheet_peak_flops,
+    forward_flops_per_token,
+    training_flops_per_token,
+)
 from bertlib.config import BertConfig
 
 __all__ = ["ASSUMED_UTILISATION", "REFERENCE_GPUS", "GPU_BUDGET_MINUTES",
@@ -53,7 +58,7 @@ def training_work(what: str, config: BertConfig, tokens: float, seq_len: int,
 
 def inference_work(what: str, config: BertConfig, tokens: float, seq_len: int) -> Work:
     """A forward pass over `tokens` tokens, with no output layer over the vocabulary."""
-    return Work(what, tokens * training_flops_per_token(config, seq_len, 0.0) / 3)
+    return Work(what, tokens * forward_flops_per_token(config, seq_len, predicted_share=0.0))
 
 
 def pretraining_work(settings: dict, what: str = "pretraining",

@@ -2,6 +2,7 @@
 measurement is `make bench`; this only keeps the script from rotting)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -79,8 +80,10 @@ def test_the_gpu_check_executes_a_chapter_and_reports_its_failures(root, tmp_pat
         import gpu_check
     finally:
         sys.path.remove(str(root / "benchmarks"))
+    before = dict(os.environ)
     ran = gpu_check.chapter_check(root / "chapters" / "03_attention.py", "smoke", 0.5, 300)
     assert ran["ok"] is True and ran["minutes"] >= 0 and ran["peak_gib"] is None  # no GPU
+    assert dict(os.environ) == before, "the chapters' settings must not leak into this process"
     broken = tmp_path / "99_broken.py"
     broken.write_text("# %%\nprint('before')\n\n# %%\nraise RuntimeError('out of memory')\n")
     failed = gpu_check.chapter_check(broken, "smoke", 0.5, 60)

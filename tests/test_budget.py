@@ -4,7 +4,6 @@ asserted at the gpu size, where no run has been seen yet."""
 
 from pathlib import Path
 
-import jupytext
 import pytest
 
 from bertbook.budget import (
@@ -17,8 +16,8 @@ from bertbook.budget import (
 )
 from bertbook.measure import DATASHEET_TFLOPS
 from bertlib.config import BertConfig
+from tools.chapters import ROOT, chapter_sources, read_chapter
 
-CHAPTERS = sorted(Path(__file__).parents[1].glob("chapters/[0-9][0-9]_*.py"))
 T4 = DATASHEET_TFLOPS["T4"] * 1e12
 
 
@@ -28,7 +27,7 @@ def top_of(chapter: Path, monkeypatch) -> dict:
     monkeypatch.setenv("BERT_BOOK_SIZE", "smoke")
     monkeypatch.chdir(chapter.parent)
     namespace: dict = {}
-    for cell in jupytext.read(chapter).cells:
+    for cell in read_chapter(chapter).cells:
         if cell.cell_type == "code":
             exec(compile(cell.source, f"{chapter.name} cell", "exec"), namespace)
             if "budget_report(" in cell.source:
@@ -36,7 +35,8 @@ def top_of(chapter: Path, monkeypatch) -> dict:
     raise AssertionError(f"{chapter.name} prints no budget_report near its top")
 
 
-@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if not c.name.startswith("00")],
+@pytest.mark.parametrize("chapter", [c for c in chapter_sources(ROOT)
+                                     if not c.name.startswith("00")],
                          ids=lambda c: c.stem)
 def test_each_chapter_fits_its_gpu_budget(chapter, monkeypatch, capsys):
     namespace = top_of(chapter, monkeypatch)
