@@ -366,7 +366,7 @@ def check_stratified_sample(stratified_sample: Callable[[list[int], float, int],
     ], name="stratified_sample")
 
 
-# ---- chapter 09 -------------------------------------------------------------------
+# ---- chapter 10 -------------------------------------------------------------------
 
 def check_padding_share(padding_share: Callable[[list[int], int], float]) -> None:
     """Exercise 09.1: the share of positions that padded batching wastes."""
@@ -394,10 +394,10 @@ def check_mfu(mfu: Callable[[float, int, int, float], float]) -> None:
     ])
 
 
-# ---- chapter 10 -------------------------------------------------------------------
+# ---- chapter 11 -------------------------------------------------------------------
 
 def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> None:
-    """Exercise 10.1: micro-batch and accumulation steps for a global batch."""
+    """Exercise 11.1: micro-batch and accumulation steps for a global batch."""
     check_cases(batch_plan, [
         Case((256, 8, 32), (32, 1), "32 per process fits in one micro-batch"),
         Case((256, 8, 16), (16, 2), "32 per process, at most 16 at a time: two steps of 16"),
@@ -410,7 +410,7 @@ def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> 
 
 
 def check_all_reduce_bytes(all_reduce_bytes: Callable[[int, int, int], float]) -> None:
-    """Exercise 10.3: the bytes one process sends in a ring all-reduce."""
+    """Exercise 11.3: the bytes one process sends in a ring all-reduce."""
     check_cases(all_reduce_bytes, [
         Case((1000, 2, 4), 4000.0, "two processes: 2 * 1/2 of the 4,000 gradient bytes"),
         Case((1000, 4, 2), 3000.0, "four processes: 2 * 3/4 of 2,000 bytes"),
@@ -419,7 +419,7 @@ def check_all_reduce_bytes(all_reduce_bytes: Callable[[int, int, int], float]) -
     ])
 
 
-# ---- chapter 08 -------------------------------------------------------------------
+# ---- chapter 09 -------------------------------------------------------------------
 
 def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> None:
     """Exercise 08.1: the relative position a head attends to most."""

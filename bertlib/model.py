@@ -55,7 +55,7 @@ class BertEmbeddings(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
                 position_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """position_ids default to 0, 1, 2, ...; chapter 09 restarts them per packed document."""
+        """position_ids default to 0, 1, 2, ...; chapter 10 restarts them per packed document."""
         if position_ids is None:
             position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)
         embedded = (self.word_embeddings(input_ids) + self.position_embeddings(position_ids)
@@ -141,7 +141,7 @@ class BertLayer(nn.Module):
 class BertEncoder(nn.Module):
     """The stack of layers. With gradient_checkpointing on, training keeps only each layer's
     input and recomputes the layer during backward: less memory for ~1/3 more compute
-    (chapter 09 measures both)."""
+    (chapter 10 measures both)."""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -313,7 +313,7 @@ class BertModel(BertPreTrainedModel):
                 output_attentions: bool = False, causal: bool | None = None,
                 position_ids: torch.Tensor | None = None) -> BertModelOutput:
         """Encode a batch. attention_mask: 1 = token, 0 = padding (None: all tokens), or a
-        (batch, seq, seq) map of which token may attend to which (chapter 09's packing).
+        (batch, seq, seq) map of which token may attend to which (chapter 10's packing).
 
         With output_attentions=True the explicit attention path runs and each layer's
         weights are returned; otherwise the fused kernel runs and stores none. causal=True

@@ -139,7 +139,7 @@ class BertForMaskedLM(BertPreTrainedModel):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
                 position_ids=None) -> PreTrainingOutput:
-        """position_ids: see BertModel (chapter 09 restarts them in packed sequences)."""
+        """position_ids: see BertModel (chapter 10 restarts them in packed sequences)."""
         encoded = self.bert(input_ids, attention_mask, token_type_ids,
                             position_ids=position_ids)
         logits, loss, positions = masked_lm(self.cls.predictions,

@@ -61,7 +61,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     * fp16 with a gradient scaler on an older GPU: a T4 (7.5) reports bf16 as supported,
       but only emulates it, with no tensor cores and no fused attention;
     * fp32 on a CPU or anything else: bf16 on a CPU helps only some models on some CPUs
-      (chapter 09 measures it), so it is asked for by name, never assumed.
+      (chapter 10 measures it), so it is asked for by name, never assumed.
     """
     if precision not in ("auto", "fp32", "bf16", "fp16"):
         raise ConfigError(f"precision must be auto, fp32, bf16 or fp16, not {precision!r}")
@@ -231,13 +231,13 @@ class Trainer:
         self.state = TrainingState()
         self.loader_workers = (default_loader_workers(self.device)
                                if config.loader_workers is None else config.loader_workers)
-        # One process owns the whole batch; chapter 10's data-parallel trainer changes these
+        # One process owns the whole batch; chapter 11's data-parallel trainer changes these
         # three: each of world_size processes takes its slice through its wrapped model.
         self.rank, self.world_size, self.forward_model = 0, 1, model
 
     def _whole_batch(self, totals: torch.Tensor) -> torch.Tensor:
         """The step's [loss, tokens] over the whole global batch: here, this process's
-        own (chapter 10 combines them over all processes)."""
+        own (chapter 11 combines them over all processes)."""
         return totals
 
     def _gradient_sync(self, last: bool):

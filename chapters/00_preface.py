@@ -157,9 +157,9 @@ assert report.ok, "fix the lines marked FIX above, then run this cell again"
 # | 05 Masking | how does BERT train without cheating? |
 # | 06 Pretraining | how do we train it, for real? |
 # | 07 Fine-tuning | what is pretraining worth on real tasks? |
-# | 08 Inside BERT | what has a real BERT learned? |
-# | 09 One device, fast | where does a step's time go, and how fast can it be? |
-# | 10 Many devices | how do several processes or GPUs train one model? |
+# | 09 Inside BERT | what has a real BERT learned? |
+# | 10 One device, fast | where does a step's time go, and how fast can it be? |
+# | 11 Many devices | how do several processes or GPUs train one model? |
 #
 # What each chapter adds to `bertlib`, read from the library's own files as it exists on
 # this machine right now (each module's `__all__`, and the line before each exported cell

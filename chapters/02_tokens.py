@@ -251,7 +251,7 @@ print(teaching_tokenize("The unaffable bankers of Düsseldorf!", bert_vocab))
 # **attention mask** (1 for real tokens, 0 for padding). Bad input gets a clear message.
 #
 # Padding is written once, here, for the whole library: the tokenizer, the pretraining
-# and fine-tuning collators of later chapters and chapter 09's packing all make their
+# and fine-tuning collators of later chapters and chapter 10's packing all make their
 # batches with `pad_batch`, so every batch has the same keys and the same conventions.
 
 # %%

@@ -781,7 +781,7 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
 # %% [markdown]
 # The collator pads a list of features into a batch with chapter 02's `pad_batch`, the one
 # padding routine of the library; it lives in `bertlib.batch` beside it, because every
-# kind of batch (a task's, a masked-LM's of chapter 09) is padded this way.
+# kind of batch (a task's, a masked-LM's of chapter 10) is padded this way.
 
 # %%
 #| export bertlib/batch.py

@@ -1,4 +1,4 @@
-"""Chapter 09's levers: packing keeps documents apart, checkpointing and FLOP counts are
+"""Chapter 10's levers: packing keeps documents apart, checkpointing and FLOP counts are
 right, the paper's budget adds up; and BertModel's new inputs fail with clear errors."""
 
 import math
@@ -138,7 +138,7 @@ def _masked_batch(seed: int) -> dict[str, torch.Tensor]:
 
 
 def test_steps_over_several_batches_share_one_optimizer():
-    """Chapter 09's packing lever made an AdamW per batch (86 of them, ~70 GiB at the gpu
+    """Chapter 10's packing lever made an AdamW per batch (86 of them, ~70 GiB at the gpu
     size); steps given one optimizer must all update through it."""
     model = BertForMaskedLM(BertConfig.preset("bert-tiny", vocab_size=60))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)

@@ -1,4 +1,4 @@
-"""Chapter 08: hub checkpoints with legacy names, layer states, sense separation, attention
+"""Chapter 09: hub checkpoints with legacy names, layer states, sense separation, attention
 statistics and linear probes."""
 
 import re

@@ -1,4 +1,4 @@
-"""`python -m bertbook.ddp` (under torchrun): chapter 10's data-parallel fine-tuning."""
+"""`python -m bertbook.ddp` (under torchrun): chapter 11's data-parallel fine-tuning."""
 
 import sys
 

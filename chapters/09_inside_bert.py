@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · Inside BERT
+# # 09 · Inside BERT
 #
 # Chapter 01 began with a question a left-to-right model cannot settle: *"She walked to the
 # **bank** …"* — of a river, or of money? A bidirectional encoder reads the whole sentence
@@ -633,7 +633,7 @@ claim(f1_by_layer[probe_best] > static_f1 + 0.05,
 claim(probe_best > 0, "the best layer is not the embedding layer", S["assert_claims"])
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_1_statement", "locked": true, "schema_version": 3, "solution": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # A word's own embedding already says something (a capitalised-looking rare word is more
 # often linked; "the" never is), which is why the static probe is above zero. The
 # contextual layers say more: whether a word is part of a name depends on its neighbours
@@ -656,12 +656,12 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #
 # ## Exercises
 #
-# **Exercise 8.1 — a head's favourite.** Write `favourite_offset(weights)`: for one
+# **Exercise 9.1 — a head's favourite.** Write `favourite_offset(weights)`: for one
 # head's attention weights `(seq, seq)` (row = the attending token), return the offset
 # `j − i` (from −2 to 2) that receives the largest total attention summed over all rows
 # `i` for which `i + offset` is inside the sequence. Ties go to the smallest offset.
 
-# %% nbgrader={"grade": false, "grade_id": "ex8_1_answer", "locked": false, "schema_version": 3, "solution": true}
+# %% nbgrader={"grade": false, "grade_id": "ex9_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def favourite_offset(weights: torch.Tensor) -> int:
     ### BEGIN SOLUTION
     totals = {offset: float(torch.diagonal(weights, offset).sum()) for offset in range(-2, 3)}
@@ -669,7 +669,7 @@ def favourite_offset(weights: torch.Tensor) -> int:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+# %% nbgrader={"grade": true, "grade_id": "ex9_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_favourite_offset
 
 check_favourite_offset(favourite_offset)
@@ -680,14 +680,14 @@ for weights, expected in [(torch.eye(4), 0), (torch.diag(torch.ones(3), -1), -1)
     assert type(got) is int and got == expected, (weights, got)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_2_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 8.2 — a control task.** Hewitt & Liang (2019) ask whether a probe's score
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_2_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 9.2 — a control task.** Hewitt & Liang (2019) ask whether a probe's score
 # comes from the representation or from the probe memorising words. Repeat the link probe
 # with each word type given a *random* but fixed label (same share of positives). How far
 # does each layer's F1 fall, and what does the gap between the real and the control task
 # tell you?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # A control task keeps everything about the probe the same but makes the labels a function
 # of the word type alone, with no linguistic meaning. A probe can only succeed at it by
@@ -700,14 +700,14 @@ for weights, expected in [(torch.eye(4), 0), (torch.diag(torch.ones(3), -1), -1)
 # control accuracy the probe's *selectivity*, and prefer probes with high selectivity.
 # ### END SOLUTION
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_3_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 8.3 — does the model need that head?** The strongest previous-token head
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_3_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 9.3 — does the model need that head?** The strongest previous-token head
 # found above sends most of its attention to the previous token. Design an experiment that
 # tells whether the model *needs* it: what would you switch off, how, and what would you
 # measure on the "bank" pairs and on the link probe? What result would say "attention
 # weights are not an explanation"?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # Ablate the head: in its layer, zero the head's slice of the context vector (the
 # `head_size` columns that head contributes before `attention.output.dense`), or replace

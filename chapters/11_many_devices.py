@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # 10 · Many devices
+# # 11 · Many devices
 #
 # One GPU trains one batch at a time. To go faster with more of them, each device takes a
 # slice of the batch, and the devices agree on one update before every optimiser step. This
@@ -218,7 +218,7 @@ def switch_off_dropout(model: nn.Module) -> nn.Module:
 
 # %%
 #| export bertbook/ddp/__init__.py
-"""`python -m bertbook.ddp` (under torchrun): chapter 10's data-parallel fine-tuning of
+"""`python -m bertbook.ddp` (under torchrun): chapter 11's data-parallel fine-tuning of
 MiniLM on the book's sentiment snippets, one process or several."""
 
 import argparse
@@ -319,7 +319,7 @@ assert largest_gap < 1e-5
 # %%
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_1_statement", "locked": true, "schema_version": 3, "solution": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.distributed`: `start_process_group` (NCCL when every process has a GPU of its
@@ -331,14 +331,14 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #
 # ## Exercises
 #
-# **Exercise 10.1 — a batch plan.** The paper's global batch is 256 sequences. Write
+# **Exercise 11.1 — a batch plan.** The paper's global batch is 256 sequences. Write
 # `batch_plan(global_batch, processes, max_micro_batch)`: the `(micro_batch, accumulation)`
 # that each of `processes` data-parallel processes should use so that
 # `processes × micro_batch × accumulation == global_batch`, with `micro_batch` at most
 # `max_micro_batch` and as few accumulation steps as possible. Raise `ValueError` when the
 # global batch does not split evenly over the processes.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10_1_answer", "locked": false, "schema_version": 3, "solution": true}
+# %% nbgrader={"grade": false, "grade_id": "ex11_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def batch_plan(global_batch: int, processes: int, max_micro_batch: int) -> tuple[int, int]:
     ### BEGIN SOLUTION
     if global_batch % processes:
@@ -351,7 +351,7 @@ def batch_plan(global_batch: int, processes: int, max_micro_batch: int) -> tuple
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex10_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+# %% nbgrader={"grade": true, "grade_id": "ex11_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_batch_plan
 
 check_batch_plan(batch_plan)
@@ -366,14 +366,14 @@ else:
     raise AssertionError("batch_plan(30, 4, 8) should raise ValueError")
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_2_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 10.2 — a mean of means.** Two processes train a masked LM. Rank 0's slice holds
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_2_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 11.2 — a mean of means.** Two processes train a masked LM. Rank 0's slice holds
 # 3 predicted tokens with a mean loss of 2.0; rank 1's holds 5 with a mean loss of 1.0. What
 # loss, and so what gradient, does DDP's average of the two give? What would one process
 # with the whole batch compute? Say which tokens count for more under DDP, and how a trainer
 # could make the two agree.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex10_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex11_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # DDP averages the two ranks' gradients, which is the gradient of (2.0 + 1.0) / 2 = 1.5.
 # One process with the whole batch takes the mean over all 8 predicted tokens:
@@ -385,21 +385,21 @@ else:
 # (multiply each rank's loss by the world size, since DDP divides by it).
 # ### END SOLUTION
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_3_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 10.3 — what the network carries.** In a ring all-reduce over `world_size`
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_3_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 11.3 — what the network carries.** In a ring all-reduce over `world_size`
 # processes, each process sends 2 · (world_size − 1) / world_size of the gradient's bytes
 # per step (once to share out partial sums, once to gather the results). Write
 # `all_reduce_bytes(parameters, world_size, bytes_per_value)`: the bytes one process sends
 # per step for a model of `parameters` values.
 
-# %% nbgrader={"grade": false, "grade_id": "ex10_3_answer", "locked": false, "schema_version": 3, "solution": true}
+# %% nbgrader={"grade": false, "grade_id": "ex11_3_answer", "locked": false, "schema_version": 3, "solution": true}
 def all_reduce_bytes(parameters: int, world_size: int, bytes_per_value: int) -> float:
     ### BEGIN SOLUTION
     return 2 * (world_size - 1) / world_size * parameters * bytes_per_value
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex10_3_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+# %% nbgrader={"grade": true, "grade_id": "ex11_3_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_all_reduce_bytes
 
 check_all_reduce_bytes(all_reduce_bytes)

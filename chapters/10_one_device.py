@@ -13,14 +13,14 @@
 # ---
 
 # %% [markdown]
-# # 09 · One device, fast
+# # 10 · One device, fast
 #
 # BERT-base was pretrained on 16 TPU chips for four days (Devlin et al., 2018, §A.2). What
 # would that cost on the machine in front of you, and how much of the machine does a
 # training step really use? This chapter opens a training step up: where the time goes,
 # the levers that make each step cheaper (and what each one costs), how many
 # floating-point operations a step needs and what share of the hardware's peak we reach,
-# and the paper's budget turned into GPU hours. Chapter 10 then splits the batch over
+# and the paper's budget turned into GPU hours. Chapter 11 then splits the batch over
 # several processes or GPUs.
 #
 # Every figure below is measured on the machine that runs the notebook: on a laptop CPU
@@ -886,12 +886,12 @@ print(f"at this device's measured {flops_here / 1e9:,.0f} GFLOP/s: {hours:,.0f} 
 # (The base rate assumes the bigger model runs at the FLOP rate our model reached; larger
 # matrices usually run a little faster, so read it as an upper bound. `make bench` and
 # `benchmarks/gpu_bert_base.py` measure BERT-base itself.) One device has now been pushed
-# as far as this chapter goes; chapter 10 adds more of them.
+# as far as this chapter goes; chapter 11 adds more of them.
 
 # %%
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_1_statement", "locked": true, "schema_version": 3, "solution": false}
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
 # * `bertlib.packing`: `pack_documents` with `first_fit_decreasing` and
@@ -908,12 +908,12 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #
 # ## Exercises
 #
-# **Exercise 9.1 — how much is padding?** Write `padding_share(lengths, rows_per_batch)`:
+# **Exercise 10.1 — how much is padding?** Write `padding_share(lengths, rows_per_batch)`:
 # documents of the given token lengths are batched in order, `rows_per_batch` to a batch,
 # each batch padded to its longest document; return the share of all positions that are
 # padding.
 
-# %% nbgrader={"grade": false, "grade_id": "ex9_1_answer", "locked": false, "schema_version": 3, "solution": true}
+# %% nbgrader={"grade": false, "grade_id": "ex10_1_answer", "locked": false, "schema_version": 3, "solution": true}
 def padding_share(lengths: list[int], rows_per_batch: int) -> float:
     ### BEGIN SOLUTION
     positions = 0
@@ -924,7 +924,7 @@ def padding_share(lengths: list[int], rows_per_batch: int) -> float:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+# %% nbgrader={"grade": true, "grade_id": "ex10_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_padding_share
 
 check_padding_share(padding_share)
@@ -934,13 +934,13 @@ for lengths, rows, expected in [([2, 4], 2, 0.25), ([3, 3], 1, 0.0), ([1, 3, 2],
     assert type(got) is float and abs(got - expected) < 1e-9, (lengths, rows, got)
 ### END HIDDEN TESTS
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_2_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 9.2 — the attention share.** Using `forward_flops_per_token`, find the
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_2_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 10.2 — the attention share.** Using `forward_flops_per_token`, find the
 # sequence length at which attention's own products (the `2 · seq · h` term) cost as much
 # as the dense layers of BERT-base, and say what that means for the paper's choice of
 # training 90% of the steps at length 128.
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex10_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # Per layer, the dense layers cost 4h² + 2h·4h = 12h² multiply-adds per token and attention
 # 2·seq·h, so they are equal at seq = 6h: 4,608 tokens for h = 768. Attention's products
@@ -951,21 +951,21 @@ for lengths, rows, expected in [([2, 4], 2, 0.25), ([3, 3], 1, 0.0), ([1, 3, 2],
 # fused attention the long phase is cheaper than it was.
 # ### END SOLUTION
 
-# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_3_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 9.3 — utilisation from a measured rate.** A common shortcut counts a training
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_3_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 10.3 — utilisation from a measured rate.** A common shortcut counts a training
 # token as 6 FLOPs per weight of the encoder's matrices (2 for the forward product, 4 for
 # the backward), and a layer holds 12·h² such weights (4h² in attention, 8h² in the
 # feed-forward). Write `mfu(tokens_per_second, layers, hidden, peak_flops)`: the share of
 # `peak_flops` that a run at `tokens_per_second` uses by this count.
 
-# %% nbgrader={"grade": false, "grade_id": "ex9_3_answer", "locked": false, "schema_version": 3, "solution": true}
+# %% nbgrader={"grade": false, "grade_id": "ex10_3_answer", "locked": false, "schema_version": 3, "solution": true}
 def mfu(tokens_per_second: float, layers: int, hidden: int, peak_flops: float) -> float:
     ### BEGIN SOLUTION
     return tokens_per_second * 6 * 12 * layers * hidden**2 / peak_flops
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_3_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+# %% nbgrader={"grade": true, "grade_id": "ex10_3_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_mfu
 
 check_mfu(mfu)
