@@ -34,6 +34,8 @@ __all__ = [
     "check_decays",
     "check_macro_f1",
     "check_stratified_sample",
+    "check_learning_signals",
+    "check_clearly_better",
     "check_padding_share",
     "check_mfu",
     "check_batch_plan",
@@ -366,10 +368,37 @@ def check_stratified_sample(stratified_sample: Callable[[list[int], float, int],
     ], name="stratified_sample")
 
 
+# ---- chapter 08 -------------------------------------------------------------------
+
+def check_learning_signals(learning_signals: Callable[[int, int, str, float], float]) -> None:
+    """Exercise 08.1: the positions of a batch that give a gradient, by objective."""
+    check_cases(learning_signals, [
+        Case((32, 128, "left-to-right", 0.15), 32 * 127.0,
+             "left to right: every position but the last predicts the next piece"),
+        Case((32, 128, "mlm", 0.15), 32 * 0.15 * 126,
+             "a masked LM: 15% of the 126 pieces between [CLS] and [SEP], on average"),
+        Case((32, 128, "mlm", 0.4), 32 * 0.4 * 126, "40% of 126 pieces per row"),
+        Case((4, 8, "mlm", 0.01), 4.0, "at least one hidden piece per row"),
+    ])
+
+
+def check_clearly_better(clearly_better: Callable[[list[float], list[float]], bool]) -> None:
+    """Exercise 08.2: a difference of means larger than the two spreads together."""
+    check_cases(clearly_better, [
+        Case(([0.8, 0.8], [0.4, 0.4]), True, "no spread at all: any gap is clear"),
+        Case(([0.9, 0.7], [0.5, 0.5]), True,
+             "gap 0.3; spreads 0.141 (the sample standard deviation) and 0: clear"),
+        Case(([0.9, 0.5], [0.5, 0.5]), False,
+             "gap 0.2, but our spread alone is 0.283: not clear"),
+        Case(([0.5, 0.5], [0.8, 0.8]), False, "a loss is never a win"),
+        Case(([0.6], [0.5]), True, "one score each: spreads of 0"),
+    ])
+
+
 # ---- chapter 10 -------------------------------------------------------------------
 
 def check_padding_share(padding_share: Callable[[list[int], int], float]) -> None:
-    """Exercise 09.1: the share of positions that padded batching wastes."""
+    """Exercise 10.1: the share of positions that padded batching wastes."""
     check_cases(padding_share, [
         Case(([4, 4], 2), 0.0, "two documents of equal length need no padding"),
         Case(([2, 4], 2), 0.25, "one batch padded to 4: 8 positions for 6 tokens"),
@@ -383,7 +412,7 @@ def check_padding_share(padding_share: Callable[[list[int], int], float]) -> Non
 
 
 def check_mfu(mfu: Callable[[float, int, int, float], float]) -> None:
-    """Exercise 09.3: model FLOPs utilisation by the 6-FLOPs-per-weight count."""
+    """Exercise 10.3: model FLOPs utilisation by the 6-FLOPs-per-weight count."""
     check_cases(mfu, [
         Case((1000.0, 1, 10, 7.2e7), 0.1, "one layer of h = 10 has 1,200 weights: 7,200 "
                                           "FLOPs a token, 7.2e6 FLOP/s of 7.2e7"),
@@ -422,7 +451,7 @@ def check_all_reduce_bytes(all_reduce_bytes: Callable[[int, int, int], float]) -
 # ---- chapter 09 -------------------------------------------------------------------
 
 def check_favourite_offset(favourite_offset: Callable[[Any], int]) -> None:
-    """Exercise 08.1: the relative position a head attends to most."""
+    """Exercise 09.1: the relative position a head attends to most."""
     import torch
 
     def on(rows: list[list[float]]) -> int:

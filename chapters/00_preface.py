@@ -156,7 +156,8 @@ assert report.ok, "fix the lines marked FIX above, then run this cell again"
 # | 04 The encoder | what is inside BERT, to the last parameter? |
 # | 05 Masking | how does BERT train without cheating? |
 # | 06 Pretraining | how do we train it, for real? |
-# | 07 Fine-tuning | what is pretraining worth on real tasks? |
+# | 07 Fine-tuning everywhere | how does one encoder learn every kind of task? |
+# | 08 What pretraining buys | what does my own pretraining save, and why is it slow? |
 # | 09 Inside BERT | what has a real BERT learned? |
 # | 10 One device, fast | where does a step's time go, and how fast can it be? |
 # | 11 Many devices | how do several processes or GPUs train one model? |
