@@ -2,7 +2,7 @@
 at that size has shown them.
 
 A claim asserted at a size no run has tried is a guess that fails a reader's "Run all" when
-it is wrong: chapter 07's left-to-right model guesses hidden words best at the `cpu` size
+it is wrong: chapter 08's left-to-right model guesses hidden words best at the `cpu` size
 only because it learns from every position, and at the `gpu` size that is expected to flip.
 So each size table says whether its claims have been shown (`assert_claims`), and a claim
 at any other size still prints what it found.

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-# From chapters/08_what_pretraining_buys.py, cell 10.
+# From chapters/08_what_pretraining_buys.py, cell 12.
 OBJECTIVES = ("mlm", "left-to-right")
 
 
@@ -120,7 +120,7 @@ def unigram_cross_entropy(train_rows: list[list[int]], batches: list[dict],
     return float(-log_share[targets].mean())
 
 
-# From chapters/08_what_pretraining_buys.py, cell 11.
+# From chapters/08_what_pretraining_buys.py, cell 13.
 @dataclass
 class AdaptationRun:
     """What pretrain_on_texts leaves: the model folder (loadable by any from_pretrained),

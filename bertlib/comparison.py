@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-# From chapters/08_what_pretraining_buys.py, cell 21.
+# From chapters/08_what_pretraining_buys.py, cell 25.
 @dataclass(frozen=True)
 class Start:
     """Where fine-tuning starts: a tokenizer, and a function from the number of labels to a
@@ -148,7 +148,7 @@ def clear_win(ours: Comparison, theirs: Comparison) -> bool:
     return ours.mean - theirs.mean > ours.sd + theirs.sd
 
 
-# From chapters/08_what_pretraining_buys.py, cell 23.
+# From chapters/08_what_pretraining_buys.py, cell 27.
 @torch.no_grad()
 def sentence_vectors(model: nn.Module, tokenizer, texts: list[str], max_length: int = 128,
                      batch_size: int = 64) -> torch.Tensor:

@@ -318,7 +318,7 @@ class BertModel(BertPreTrainedModel):
         With output_attentions=True the explicit attention path runs and each layer's
         weights are returned; otherwise the fused kernel runs and stores none. causal=True
         lets each token see only itself and the tokens before it: the left-to-right model
-        that chapter 07 compares BERT with (None: the config's is_decoder).
+        that chapter 08 compares BERT with (None: the config's is_decoder).
         """
         self._check_input(input_ids, attention_mask, token_type_ids, position_ids)
         causal = self.config.is_decoder if causal is None else causal

@@ -186,7 +186,7 @@ def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
             "unigram": float((train_counts / train_counts.sum() * test_share).sum())}
 
 
-# From chapters/08_what_pretraining_buys.py, cell 9.
+# From chapters/08_what_pretraining_buys.py, cell 11.
 class BertLMHeadModel(BertForMaskedLM):
     """A left-to-right language model with BERT's encoder: the masked LM's modules, used
     under a causal mask to predict token i+1 from position i. Scored at the masked

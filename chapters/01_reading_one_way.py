@@ -741,7 +741,7 @@ for name, model in [("glued", glued), ("joint", joint)]:
 # features trained for a separate objective. Which wins at this scale depends on the size
 # (compare the committed `cpu` numbers with a `smoke` run). The paper's evidence for joint
 # reading comes from deep models: in its Table 5, a left-to-right model even with a BiLSTM
-# on top trails the jointly bidirectional BERT on every task. Chapter 07 repeats that
+# on top trails the jointly bidirectional BERT on every task. Chapter 08 repeats that
 # ablation with real pretraining.
 
 # %%

@@ -1319,8 +1319,8 @@ assert type(got) is float and abs(got - 1 / 6) < 1e-9, got
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_2_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 7.2 — a fair 1%.** The label curve above draws each fraction at random, so
-# at 1% the share of fresh reviews wanders from the full set's. Write
+# **Exercise 7.2 — a fair 1%.** A 1% sample drawn at random from the sentiment training
+# set lets the share of fresh reviews wander from the full set's. Write
 # `stratified_sample(labels, fraction, seed)`: the indices of a sample that keeps each
 # label's share — `round(fraction · count)` of each label, at least one of each, chosen
 # at random with `random.Random(seed)` — sorted.

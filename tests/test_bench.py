@@ -88,3 +88,40 @@ def test_the_gpu_check_executes_a_chapter_and_reports_its_failures(root, tmp_pat
     broken.write_text("# %%\nprint('before')\n\n# %%\nraise RuntimeError('out of memory')\n")
     failed = gpu_check.chapter_check(broken, "smoke", 0.5, 60)
     assert failed["ok"] is False and failed["error"] == "RuntimeError: out of memory"
+
+
+def test_the_plateau_levers_script_writes_curves_and_exits(root, tmp_path):
+    out = tmp_path / "levers.json"
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "plateau_levers.py"),
+                           "--steps", "4", "--jobs", "1", "--only", "mask 40%",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["lever"] == "mask 40%" and run["settings"]["mask_rate"] == 0.4
+    assert [point["step"] for point in run["curve"]] == [1, 2, 3, 4]
+    assert run["unigram_loss"] > 0 and run["steps_to_leave_plateau"] is None
+
+
+def test_the_shipped_lever_results_name_every_lever(root):
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import plateau_levers
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    shipped = json.loads(plateau_levers.RESULTS.read_text())
+    assert [run["lever"] for run in shipped["runs"]] == list(plateau_levers.LEVERS)
+    assert all(run["curve"][-1]["step"] == run["settings"]["steps"] for run in shipped["runs"])
+
+
+def test_the_mlm_budget_script_compares_each_kept_checkpoint_with_scratch(root, tmp_path):
+    out = tmp_path / "budget.json"
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "mlm_budget.py"),
+                           "--steps", "4", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    recipes = json.loads(out.read_text())["recipes"]
+    assert [r["settings"]["mask_rate"] for r in recipes] == [0.15, 0.4]
+    for recipe in recipes:
+        assert [row["step"] for row in recipe["budgets"]] == [1, 4]
+        assert all(len(row["scores"]) == 6 for row in recipe["budgets"])
+        assert len(recipe["scratch"]["scores"]) == 6

@@ -112,7 +112,7 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
     """Pretrain with a size's settings; returns model, tokenizer, state, evaluation...
 
     model_class replaces the objective's model by another one that reads the same batches
-    (chapter 07 trains a left-to-right model this way, on exactly the same data); the
+    (a left-to-right model, say, on exactly the same data); the
     batches carry next-sentence labels only for a model with that head. tokenizer: a
     vocabulary to train with instead of learning one from the training articles.
     """

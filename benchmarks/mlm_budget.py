@@ -1,0 +1,103 @@
+"""At what budget does the reader's own masked LM beat random weights with few labels?
+
+Chapter 08's pretraining (bert-tiny on the unlabelled text of the BBC training articles)
+runs with two recipes: BERT's (15% masked, dropout 0.1) and the chapter's (40% masked,
+dropout off). Each keeps checkpoints on the way. Every checkpoint, and random weights of
+the same shape and dropout, is fine-tuned on the BBC topics with 4 labels per class by
+chapter 08's fair comparison (a rate per start chosen on dev, 3 label draws x 2 seeds
+scored on test). A budget counts when the gain over scratch is larger than the two
+spreads together (`clear_win`). One process per recipe, one thread each: run it alone.
+
+    python benchmarks/mlm_budget.py                      # about 15 minutes on 2 cores
+    python benchmarks/mlm_budget.py --steps 4 --out /tmp/budget.json   # try the script
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import torch
+
+from bertbook.datasets import bbc_news, news_topics, split_of
+from bertlib.adaptation import AdaptationSettings, pretrain_on_texts
+from bertlib.comparison import clear_win, compare_start, scratch_like, start_from
+from bertlib.finetuning import FineTuningRecipe
+
+# Shipped in the book package, so that chapter 08 shows the table on Colab too.
+RESULTS = Path(__file__).parents[1] / "bertbook" / "resources" / "mlm_budget.json"
+BASE = AdaptationSettings(model="bert-tiny", vocab=4000, seq=128, batch=32, steps=1200,
+                          learning_rate=2e-3, warmup=120, eval_every=100, precision="fp32")
+RECIPES = {"BERT's recipe (15%, dropout 0.1)": {"mask_rate": 0.15, "dropout": 0.1},
+           "chapter 08's (40%, dropout off)": {"mask_rate": 0.4, "dropout": 0.0}}
+BUDGETS = (300, 600)  # checkpoints kept on the way; the end of the run is the last budget
+RECIPE = FineTuningRecipe(epochs=10, batch_size=16, min_steps=50, precision="fp32")
+RATES = [3e-4, 1e-3, 3e-3]
+PER_CLASS = 4
+
+
+def summary(result) -> dict:
+    return {"scores": result.scores, "mean": result.mean, "sd": result.sd,
+            "rate": result.learning_rate}
+
+
+def run_recipe(name: str, steps: int | None) -> dict:
+    """One recipe: pretrain, then compare each kept checkpoint with scratch."""
+    torch.set_num_threads(1)
+    settings, budgets = replace(BASE, **RECIPES[name]), BUDGETS
+    if steps is not None:
+        settings = replace(settings, steps=steps, warmup=steps // 10,
+                           eval_every=max(1, steps // 4))
+        budgets = (settings.eval_every,)
+    articles = bbc_news()
+    texts = {part: [" ".join([a.headline, *a.paragraphs]) for a in articles
+                    if split_of(a.name) == part] for part in ("train", "dev")}
+    topics = news_topics(articles)
+    device = torch.device("cpu")
+    with tempfile.TemporaryDirectory() as folder:
+        run = pretrain_on_texts(texts["train"], folder, settings, texts["dev"],
+                                keep_at=budgets, device=device, progress=False)
+        scratch = compare_start(scratch_like(run.folder), topics, PER_CLASS, RECIPE, RATES,
+                                device=device)
+        rows = []
+        for step, checkpoint in sorted({**run.kept, settings.steps: run.folder}.items()):
+            result = compare_start(start_from(checkpoint), topics, PER_CLASS, RECIPE, RATES,
+                                   device=device)
+            point = next(p for p in run.curve if p["step"] == step)
+            rows.append({"step": step, "tokens": point["tokens"],
+                         "held_out_accuracy": point["accuracy"],
+                         "loss_below_unigram": run.unigram_loss - point["loss"],
+                         **summary(result), "beats_scratch": clear_win(result, scratch)})
+    return {"recipe": name, "settings": asdict(settings), "scratch": summary(scratch),
+            "budgets": rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, help="shorten the runs (to try the script)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    with ProcessPoolExecutor(max_workers=len(RECIPES)) as pool:
+        results = list(pool.map(run_recipe, RECIPES, [args.steps] * len(RECIPES)))
+    for result in results:
+        scratch = result["scratch"]
+        print(f"{result['recipe']}: scratch {scratch['mean']:.3f} ± {scratch['sd']:.3f}")
+        for row in result["budgets"]:
+            print(f"  step {row['step']:5} ({row['tokens']:,} tokens): held-out accuracy "
+                  f"{row['held_out_accuracy']:.3f}; fine-tuned {row['mean']:.3f} ± "
+                  f"{row['sd']:.3f} -> {'a clear win' if row['beats_scratch'] else 'no clear win'}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"command": " ".join(["python", *sys.argv]),
+                                    "per_class": PER_CLASS, "recipes": results}, indent=1)
+                        + "\n", encoding="utf-8")
+    print(f"written: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
