@@ -7,7 +7,7 @@ each it records the learning curve and the step at which the held-out loss first
 nat below the unigram line (`steps_to_leave_plateau`). Runs use one thread each, `--jobs`
 of them at once; run it alone on the machine, since the minutes are part of the result.
 
-    python benchmarks/plateau_levers.py                 # all levers, about 25 min on 2 cores
+    python benchmarks/plateau_levers.py                 # all levers, about 30 min on 2 cores
     python benchmarks/plateau_levers.py --steps 40 --only "BERT's recipe" --out /tmp/x.json
 """
 

@@ -518,8 +518,8 @@ plt.show()
 # ## Levers on the plateau
 #
 # Work on cheap pretraining suggests several ways to shorten the wait, each measured here
-# alone, on the same text and model, for the same number of steps (1,200, about five
-# CPU-minutes each; the left-to-right run is there for reference). The run "left the
+# alone, on the same text and model, for the same number of steps (1,200, as many as this
+# chapter's masked LM takes; the left-to-right run is there for reference). The run "left the
 # plateau" at the first evaluation whose held-out loss lies one nat under the unigram
 # line.
 #
@@ -536,9 +536,9 @@ plt.show()
 #   pretraining on the task's unlabelled text helps; the last masked row reads as many
 #   words of Wikipedia instead, scored on the same BBC dev text.
 #
-# Twenty-odd CPU-minutes of runs are too many for this chapter, so they come from a script
-# whose results ship with the book (`python benchmarks/plateau_levers.py` re-measures
-# them, run alone: about 25 minutes on 2 cores).
+# Nine runs are too many for this chapter, so they come from a script whose results ship
+# with the book (`python benchmarks/plateau_levers.py` re-measures them: about half an hour
+# on 2 cores, run alone).
 
 # %%
 import json
@@ -964,7 +964,7 @@ claim(all(clear_win(probe["MiniLM (real BERT)"][n], probe["from scratch"][n])
 # dropout 0.1) and with this chapter's (40%, dropout off), and compares checkpoints at
 # 300, 600 and 1,200 steps with scratch, each against random weights of its own dropout,
 # 4 labels per class, the same fair comparison (`python benchmarks/mlm_budget.py`, about
-# 15 minutes on 2 cores; its results ship with the book).
+# 11 minutes on 2 cores; its results ship with the book).
 
 # %%
 budget = json.loads(files("bertbook").joinpath("resources/mlm_budget.json")
