@@ -3,13 +3,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 
-.PHONY: setup book test check-html export sync notebooks student grade grade-selftest lab bench gpu-check
+.PHONY: setup book unit test check-html export sync notebooks student grade grade-selftest lab bench gpu-check
 
 setup:            ## create .venv and install everything (quick when already done)
 	bash tools/setup.sh
 
 book: setup       ## the HTML book from the committed notebooks (EXECUTE=1: run every chapter first)
 	$(PY) tools/build_book.py $(if $(EXECUTE),--execute)
+
+unit: setup       ## the fast tests in parallel (no subprocess, kernel, grading or training run)
+	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests -m "not slow" -n 2 -q -p no:cacheprovider
 
 test: setup       ## unit tests, sync checks, and every chapter under nbval at smoke size
 	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests chapters --nbval-lax --nbval-current-env -p no:cacheprovider

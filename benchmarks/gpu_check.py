@@ -40,7 +40,7 @@ RESUME_TOLERANCE = 1e-3  # GPU kernels are not bit-for-bit deterministic; a CPU 
 
 def pretraining_settings(size: str, steps: int) -> dict:
     """The size's model and batch, on the offline corpus, with a checkpoint halfway."""
-    from bertlib.pretrain import SIZES
+    from bertbook.pretrain import SIZES
 
     return {**SIZES[size], "corpus": "wikipedia", "articles": None, "steps": steps,
             "warmup": max(1, steps // 10), "eval_every": steps // 2}
@@ -56,11 +56,13 @@ def _run_worker(out: Path, settings: dict, vocabulary: Path, resume: bool = Fals
 
 def worker(out: Path, settings: dict, vocabulary: Path, resume: bool) -> int:
     """One pretraining run (a subprocess, so that it can be killed like a lost runtime)."""
-    from bertlib.pretrain import run_pretraining
+    from bertbook.pretrain import book_documents, run_for
+    from bertlib.pretraining import pretrain
     from bertlib.tokenizer import BertTokenizer
 
-    run_pretraining(settings, out, resume=resume, progress=False,
-                    tokenizer=BertTokenizer.from_pretrained(vocabulary))
+    train, held_out = book_documents(settings)
+    pretrain(train, run_for(settings, progress=False), out, held_out,
+             BertTokenizer.from_pretrained(vocabulary), resume=resume)
     return 0
 
 
@@ -71,7 +73,7 @@ def _losses(run: Path) -> dict[int, float]:
 
 def resume_check(work: Path, size: str, steps: int) -> dict:
     """An unbroken run against one killed after its halfway checkpoint and resumed."""
-    from bertlib.corpora import load_corpus, split_articles
+    from bertbook.corpora import load_corpus, split_articles
     from bertlib.tokenizer import train_wordpiece
 
     settings = pretraining_settings(size, steps)

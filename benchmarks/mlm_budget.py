@@ -19,20 +19,20 @@ import json
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 
+from bertbook.comparison import clear_win, compare_start, scratch_like, start_from
 from bertbook.datasets import bbc_news, news_topics, split_of
-from bertlib.adaptation import AdaptationSettings, pretrain_on_texts
-from bertlib.comparison import clear_win, compare_start, scratch_like, start_from
+from bertbook.pretrain import run_for
 from bertlib.finetuning import FineTuningRecipe
+from bertlib.pretraining import pretrain
 
 # Shipped in the book package, so that chapter 08 shows the table on Colab too.
 RESULTS = Path(__file__).parents[1] / "bertbook" / "resources" / "mlm_budget.json"
-BASE = AdaptationSettings(model="bert-tiny", vocab=4000, seq=128, batch=32, steps=1200,
-                          learning_rate=2e-3, warmup=120, eval_every=100, precision="fp32")
+BASE = dict(model="bert-tiny", vocab=4000, seq=128, batch=32, steps=1200, learning_rate=2e-3,
+            warmup=120, eval_every=100, precision="fp32", objective="mlm", checkpoints=False)
 RECIPES = {"BERT's recipe (15%, dropout 0.1)": {"mask_rate": 0.15, "dropout": 0.1},
            "chapter 08's (40%, dropout off)": {"mask_rate": 0.4, "dropout": 0.0}}
 BUDGETS = (300, 600)  # checkpoints kept on the way; the end of the run is the last budget
@@ -49,31 +49,31 @@ def summary(result) -> dict:
 def run_recipe(name: str, steps: int | None) -> dict:
     """One recipe: pretrain, then compare each kept checkpoint with scratch."""
     torch.set_num_threads(1)
-    settings, budgets = replace(BASE, **RECIPES[name]), BUDGETS
+    settings, budgets = {**BASE, **RECIPES[name]}, BUDGETS
     if steps is not None:
-        settings = replace(settings, steps=steps, warmup=steps // 10,
-                           eval_every=max(1, steps // 4))
-        budgets = (settings.eval_every,)
+        settings.update(steps=steps, warmup=steps // 10, eval_every=max(1, steps // 4))
+        budgets = (settings["eval_every"],)
     articles = bbc_news()
     texts = {part: [" ".join([a.headline, *a.paragraphs]) for a in articles
                     if split_of(a.name) == part] for part in ("train", "dev")}
     topics = news_topics(articles)
     device = torch.device("cpu")
     with tempfile.TemporaryDirectory() as folder:
-        run = pretrain_on_texts(texts["train"], folder, settings, texts["dev"],
-                                keep_at=budgets, device=device, progress=False)
+        run = pretrain(texts["train"], run_for(settings, progress=False), folder, texts["dev"],
+                       keep_at=budgets, device=device)
         scratch = compare_start(scratch_like(run.folder), topics, PER_CLASS, RECIPE, RATES,
                                 device=device)
         rows = []
-        for step, checkpoint in sorted({**run.kept, settings.steps: run.folder}.items()):
+        for step, checkpoint in sorted({**run.kept, settings["steps"]: run.folder}.items()):
             result = compare_start(start_from(checkpoint), topics, PER_CLASS, RECIPE, RATES,
                                    device=device)
             point = next(p for p in run.curve if p["step"] == step)
             rows.append({"step": step, "tokens": point["tokens"],
-                         "held_out_accuracy": point["accuracy"],
-                         "loss_below_unigram": run.unigram_loss - point["loss"],
+                         "held_out_accuracy": point["mlm_accuracy"],
+                         "loss_below_unigram": (run.baselines["unigram_cross_entropy"]
+                                                - point["loss"]),
                          **summary(result), "beats_scratch": clear_win(result, scratch)})
-    return {"recipe": name, "settings": asdict(settings), "scratch": summary(scratch),
+    return {"recipe": name, "settings": settings, "scratch": summary(scratch),
             "budgets": rows}
 
 

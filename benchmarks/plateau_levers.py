@@ -1,7 +1,7 @@
 """The masked LM's plateau, lever by lever: chapter 08's table comes from this script.
 
 Every run pretrains bert-tiny on the unlabelled text of the BBC training articles with
-`bertlib.adaptation.pretrain_on_texts`, changing one setting of BERT's recipe at a time (and
+`bertlib.pretraining.pretrain`, changing one setting of BERT's recipe at a time (and
 the two best together), and is scored on the same hidden pieces of the dev articles. For
 each it records the learning curve and the step at which the held-out loss first lies a
 nat below the unigram line (`steps_to_leave_plateau`). Runs use one thread each, `--jobs`
@@ -18,20 +18,21 @@ import json
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 
+from bertbook.comparison import steps_to_leave_plateau
+from bertbook.corpora import load_corpus
 from bertbook.datasets import bbc_news, split_of
-from bertlib.adaptation import AdaptationSettings, pretrain_on_texts, steps_to_leave_plateau
-from bertlib.corpora import load_corpus
+from bertbook.pretrain import run_for
+from bertlib.pretraining import pretrain
 
 # Shipped in the book package, so that the chapter shows the table on Colab too.
 RESULTS = Path(__file__).parents[1] / "bertbook" / "resources" / "plateau_levers.json"
-BERT = AdaptationSettings(model="bert-tiny", vocab=4000, seq=128, batch=32, steps=1200,
-                          learning_rate=2e-3, warmup=120, mask_rate=0.15, dropout=0.1,
-                          eval_every=100, precision="fp32")
+BERT = dict(model="bert-tiny", vocab=4000, seq=128, batch=32, steps=1200, learning_rate=2e-3,
+            warmup=120, mask_rate=0.15, dropout=0.1, eval_every=100, precision="fp32",
+            objective="mlm", checkpoints=False)
 LEVERS = {  # name: (changes to BERT's recipe, pretrain on general text instead of the task's)
     "BERT's recipe": ({}, False),
     "mask 40%": ({"mask_rate": 0.4}, False),
@@ -72,18 +73,18 @@ def run_lever(name: str, steps: int | None) -> dict:
     """One lever's run, in its own process with one thread."""
     torch.set_num_threads(1)
     changes, general = LEVERS[name]
-    settings = replace(BERT, **changes)
+    settings = {**BERT, **changes}
     if steps is not None:
-        settings = replace(settings, steps=steps, warmup=steps // 10,
-                           eval_every=max(1, steps // 4))
+        settings.update(steps=steps, warmup=steps // 10, eval_every=max(1, steps // 4))
     texts = article_texts()
     train = general_text(sum(len(t.split()) for t in texts["train"])) if general else texts["train"]
     with tempfile.TemporaryDirectory() as folder:
-        run = pretrain_on_texts(train, folder, settings, texts["dev"],
-                                device=torch.device("cpu"), progress=False)
-    return {"lever": name, "settings": asdict(settings), "curve": run.curve,
-            "unigram_loss": run.unigram_loss, "train_tokens": run.train_tokens,
-            "steps_to_leave_plateau": steps_to_leave_plateau(run)}
+        run = pretrain(train, run_for(settings, progress=False), folder, texts["dev"],
+                       device=torch.device("cpu"))
+    return {"lever": name, "settings": settings,
+            "curve": [dict(point, accuracy=point["mlm_accuracy"]) for point in run.curve],
+            "unigram_loss": run.baselines["unigram_cross_entropy"],
+            "train_tokens": run.train_tokens, "steps_to_leave_plateau": steps_to_leave_plateau(run)}
 
 
 def main(argv: list[str] | None = None) -> int:

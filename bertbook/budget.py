@@ -63,7 +63,7 @@ def inference_work(what: str, config: BertConfig, tokens: float, seq_len: int) -
 
 def pretraining_work(settings: dict, what: str = "pretraining",
                      predicted_share: float = 0.15) -> Work:
-    """A run of bertlib.pretrain with `settings` (a size of its SIZES): steps x batch x seq
+    """A run of bertbook.pretrain with `settings` (a size of its SIZES): steps x batch x seq
     tokens through the preset model, its output layer scoring `predicted_share` of them
     (a masked LM's 15%; all of them for a left-to-right model)."""
     config = BertConfig.preset(settings["model"], vocab_size=settings["vocab"],

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from bertlib.corpora import (
+from bertbook.corpora import (
     CLEANER_VERSION,
     GENSIM_INSTALL,
     WIKI_SAMPLE,

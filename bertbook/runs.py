@@ -20,7 +20,7 @@ __all__ = ["RUNS_VARIABLE", "CACHE_VARIABLE", "DRIVE_FOLDER", "runs_root", "run_
            "has_checkpoint", "finished_run", "use_drive"]
 
 RUNS_VARIABLE = "BERT_BOOK_RUNS"
-CACHE_VARIABLE = "BERTLIB_CACHE"  # bertlib.corpora keeps derived text there
+CACHE_VARIABLE = "BERTLIB_CACHE"  # bertbook.corpora keeps derived text there
 DRIVE_FOLDER = "/content/drive/MyDrive/bert-end-to-end"
 
 

@@ -33,7 +33,14 @@ from bertlib.finetuning import (
 )
 from bertlib.masking import MaskingRecipe, PretrainingCollator
 from bertlib.model import BertModel, BertPreTrainedModel
-from bertlib.pretraining import BertForMaskedLM, BertForPreTraining, BertLMHeadModel
+from bertlib.pretraining import (
+    BertForMaskedLM,
+    BertForPreTraining,
+    BertLMHeadModel,
+    PretrainingResult,
+    PretrainingRun,
+    pretrain,
+)
 from bertlib.runtime import best_device, seed_everything
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
 from bertlib.train import Trainer, TrainingConfig, resolve_precision
@@ -54,6 +61,9 @@ __all__ = [
     "BertForQuestionAnswering",
     "MaskingRecipe",
     "PretrainingCollator",
+    "PretrainingRun",
+    "PretrainingResult",
+    "pretrain",
     "PaddingCollator",
     "pad_batch",
     "IGNORE_INDEX",

@@ -16,7 +16,7 @@ from torch import nn
 
 from bertlib.errors import ConfigError
 
-__all__ = ["scaled_dot_product", "key_padding_mask", "BertSelfAttention"]
+__all__ = ["scaled_dot_product", "BertSelfAttention"]
 
 
 # From chapters/03_attention.py, cell 9.

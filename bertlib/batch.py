@@ -6,7 +6,7 @@ import torch
 
 from bertlib.errors import InputError
 
-__all__ = ["IGNORE_INDEX", "MODEL_INPUTS", "LABEL_KEYS", "pad_batch", "PaddingCollator"]
+__all__ = ["IGNORE_INDEX", "pad_batch", "PaddingCollator"]
 
 
 # From chapters/02_tokens.py, cell 18.
@@ -38,6 +38,11 @@ def pad_batch(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
         values = [row[name] for row in rows]
         batch[name] = torch.tensor([padded(v, IGNORE_INDEX) for v in values]
                                    if isinstance(values[0], (list, tuple)) else values)
+    if "masked_positions" in rows[0]:  # chapter 05: where a row's hidden pieces are
+        width = max(len(row["masked_positions"]) for row in rows)
+        batch["masked_positions"] = torch.tensor(
+            [list(row["masked_positions"]) + [0] * (width - len(row["masked_positions"]))
+             for row in rows])
     return batch
 
 

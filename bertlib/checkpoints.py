@@ -9,18 +9,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bertlib.corpora import cache_dir
 from bertlib.errors import CheckpointError, DataUnavailable
 
 __all__ = [
-    "SKIPPED_KEYS",
-    "ENCODER_PARTS",
     "checkpoint_folder",
     "read_state_dict",
     "load_checkpoint",
-    "LEGACY_SUFFIXES",
-    "HUB_FILES",
-    "modern_names",
     "convert_checkpoint",
     "hub_checkpoint",
 ]
@@ -165,10 +159,10 @@ def convert_checkpoint(source: str | Path, target: str | Path) -> Path:
     return target
 
 
-def hub_checkpoint(name: str = "bert-base-uncased") -> Path:
+def hub_checkpoint(name: str, cache: str | Path) -> Path:
     """The folder of a BERT checkpoint from the hub, downloaded and converted on first use
-    (into the book's cache), read from there afterwards."""
-    target = cache_dir() / "hub" / name.replace("/", "--")
+    into the folder cache, read from there afterwards."""
+    target = Path(cache) / name.replace("/", "--")
     if (target / "model.safetensors").is_file():
         return target
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bertlib.errors import ConfigError
 
-__all__ = ["ACTIVATIONS", "BertConfig", "PRESETS", "parameter_count"]
+__all__ = ["BertConfig", "PRESETS", "parameter_count"]
 
 
 # From chapters/04_encoder.py, cell 7.

@@ -26,13 +26,11 @@ from bertlib.train import Trainer, TrainingConfig, autocast, resolve_precision
 
 __all__ = [
     "TaskOutput",
-    "classification_loss",
     "BertTaskModel",
     "BertForSequenceClassification",
     "BertForTokenClassification",
     "BertForQuestionAnswering",
     "classification_features",
-    "pieces_of",
     "tagging_features",
     "span_qa_features",
     "FineTuningRecipe",
@@ -238,6 +236,22 @@ class FineTuningRecipe:
     seed: int = 0
     progress: bool = False
 
+    def training_config(self, examples: int, evaluate_each_epoch: bool) -> TrainingConfig:
+        """The trainer's settings for this recipe on `examples` examples: epochs become
+        steps (at least min_steps), the warm-up share becomes steps, a batch is never
+        larger than the data."""
+        batch_size = min(self.batch_size, examples)
+        steps = max(self.min_steps, math.ceil(self.epochs * examples / batch_size))
+        per_epoch = max(1, examples // batch_size)
+        return TrainingConfig(steps=steps, batch_size=batch_size,
+                              learning_rate=self.learning_rate,
+                              warmup_steps=int(self.warmup_share * steps),
+                              weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
+                              adam_betas=self.adam_betas, adam_eps=self.adam_eps,
+                              precision=self.precision,
+                              eval_every=per_epoch if evaluate_each_epoch else 0,
+                              seed=self.seed, progress=self.progress)
+
 
 def _check_labels(model: nn.Module, features: list[dict]) -> None:
     """Labels must name one of the model's labels: checked once here, where the data
@@ -261,17 +275,7 @@ def fine_tune(model: nn.Module, features: list[dict], recipe: FineTuningRecipe,
     if not features:
         raise InputError("no training features: the task's training split is empty")
     _check_labels(model, features)
-    batch_size = min(recipe.batch_size, len(features))
-    steps = max(recipe.min_steps, math.ceil(recipe.epochs * len(features) / batch_size))
-    per_epoch = max(1, len(features) // batch_size)
-    config = TrainingConfig(steps=steps, batch_size=batch_size,
-                            learning_rate=recipe.learning_rate,
-                            warmup_steps=int(recipe.warmup_share * steps),
-                            weight_decay=recipe.weight_decay,
-                            max_grad_norm=recipe.max_grad_norm, adam_betas=recipe.adam_betas,
-                            adam_eps=recipe.adam_eps, precision=recipe.precision,
-                            eval_every=per_epoch if evaluate else 0, seed=recipe.seed,
-                            progress=recipe.progress)
+    config = recipe.training_config(len(features), evaluate is not None)
     state = Trainer(model, features, collator, config, device, evaluate=evaluate).train()
     model.eval()
     return {"state": state, "dev": state.evaluations}
@@ -302,8 +306,6 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
     """Texts and their labels in, a fine-tuned BertForSequenceClassification out (eval
     mode). Labels may be any hashable names; they are saved as the config's id2label.
     dev=(texts, labels) prints and records dev accuracy after each epoch."""
-    from bertlib.metrics import evaluate_classification
-
     recipe = recipe or FineTuningRecipe(progress=True)
     names = sorted(set(labels), key=str)
     index = {name: i for i, name in enumerate(names)}
@@ -322,10 +324,11 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
         dev_features = classification_features(
             tokenizer, [TextExample(t, index[y]) for t, y in zip(*dev)])
 
-        def evaluate(trained):
-            score = evaluate_classification(trained, dev_features, collator, device)
-            print(f"dev accuracy {score['accuracy']:.3f}", file=sys.stderr)
-            return {"dev_accuracy": score["accuracy"]}
+        def evaluate(trained):  # the accuracy alone: metrics builds on this module
+            logits = predict(trained, dev_features, collator, device)
+            right = sum(int(row.argmax()) == f["labels"] for row, f in zip(logits, dev_features))
+            print(f"dev accuracy {right / len(dev_features):.3f}", file=sys.stderr)
+            return {"dev_accuracy": right / len(dev_features)}
 
     fine_tune(model, features, recipe, collator, device, evaluate)
     return model

@@ -10,14 +10,9 @@ import torch
 
 from bertlib.batch import IGNORE_INDEX, pad_batch
 from bertlib.errors import ConfigError, InputError
+from bertlib.sentence_pairs import SentencePair
 
-__all__ = [
-    "MaskingRecipe",
-    "prediction_count",
-    "prediction_units",
-    "mask_sequence",
-    "PretrainingCollator",
-]
+__all__ = ["MaskingRecipe", "mask_sequence", "PretrainingCollator"]
 
 
 # From chapters/05_masking.py, cell 7.
@@ -103,8 +98,10 @@ def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.R
 
 # From chapters/05_masking.py, cell 30.
 class PretrainingCollator:
-    """Build masked-LM + next-sentence batches from SentencePairs, masking afresh each time.
-    next_sentence=False leaves the next-sentence labels out (a masked LM alone)."""
+    """Build masked-LM (+ next-sentence) batches, masking afresh each time. An example is
+    a SentencePair ([CLS] A [SEP] B [SEP], segments 0 and 1) or a row of ids that already
+    has its [CLS] and [SEP] (packed text, chapter 06). next_sentence=False leaves the
+    next-sentence labels out (a masked LM alone)."""
 
     def __init__(self, tokenizer, recipe: MaskingRecipe | None = None, seed: int = 0,
                  next_sentence: bool = True):
@@ -114,22 +111,35 @@ class PretrainingCollator:
         self.special_ids = tokenizer.special_ids
         self.continuation = {i for t, i in tokenizer.vocab.items() if t.startswith("##")}
 
-    def __call__(self, pairs) -> dict[str, torch.Tensor]:
-        if not pairs:
-            raise InputError("cannot collate an empty list of pairs")
-        cls, sep = self.tokenizer.cls_id, self.tokenizer.sep_id
-        rows = []
-        for pair in pairs:
-            ids = [cls, *pair.tokens_a, sep, *pair.tokens_b, sep]
-            types = [0] * (len(pair.tokens_a) + 2) + [1] * (len(pair.tokens_b) + 1)
-            masked, labels = mask_sequence(
-                ids, self.special_ids, self.tokenizer.mask_id, self.tokenizer.vocab_size,
-                self.recipe, self.rng, [i in self.continuation for i in ids])
-            row = {"input_ids": masked, "token_type_ids": types, "labels": labels}
-            if self.next_sentence:
-                row["next_sentence_label"] = int(pair.is_random_next)
-            rows.append(row)
-        return pad_batch(rows, self.tokenizer.pad_id)
+    def __call__(self, examples) -> dict[str, torch.Tensor]:
+        if not examples:
+            raise InputError("cannot collate an empty list of examples")
+        return pad_batch([self._masked(example) for example in examples],
+                         self.tokenizer.pad_id)
+
+    def _masked(self, example) -> dict:
+        if isinstance(example, SentencePair):
+            cls, sep = self.tokenizer.cls_id, self.tokenizer.sep_id
+            ids = [cls, *example.tokens_a, sep, *example.tokens_b, sep]
+            types = [0] * (len(example.tokens_a) + 2) + [1] * (len(example.tokens_b) + 1)
+        elif self.next_sentence:
+            raise InputError("a row of ids has no next sentence to predict; give "
+                             "SentencePairs, or next_sentence=False")
+        else:
+            ids, types = list(example), [0] * len(example)
+        masked, labels = mask_sequence(
+            ids, self.special_ids, self.tokenizer.mask_id, self.tokenizer.vocab_size,
+            self.recipe, self.rng, [i in self.continuation for i in ids])
+        hidden = [position for position, label in enumerate(labels) if label != IGNORE_INDEX]
+        # A fixed number of slots a row, as the original's masked_lm_positions: the model
+        # then scores a tensor of one shape every step. Spare slots point at [CLS] (0),
+        # whose label is IGNORE_INDEX, so they count for nothing.
+        slots = min(self.recipe.max_predictions, len(ids))
+        row = {"input_ids": masked, "token_type_ids": types, "labels": labels,
+               "masked_positions": hidden + [0] * (slots - len(hidden))}
+        if self.next_sentence:
+            row["next_sentence_label"] = int(example.is_random_next)
+        return row
 
     def reseed(self, key: str) -> None:
         """Restart the masking draws from (seed, key). A trainer passes each batch's place in

@@ -14,7 +14,6 @@ from bertlib.finetuning import predict
 __all__ = [
     "best_span",
     "f1_score",
-    "mentions",
     "evaluate_classification",
     "evaluate_tagging",
     "evaluate_span_qa",
@@ -60,6 +59,7 @@ def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
 
 
 def evaluate_classification(model, features, collator, device) -> dict[str, float]:
+    """Accuracy, and F1 of the second class when there are two (as GLUE scores MRPC)."""
     predicted = torch.stack(predict(model, features, collator, device)).argmax(-1)
     gold = torch.tensor([f["labels"] for f in features])
     result = {"accuracy": float((predicted == gold).float().mean())}

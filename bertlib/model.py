@@ -23,16 +23,10 @@ from bertlib.errors import ConfigError, InputError
 
 __all__ = [
     "BertEmbeddings",
-    "activation",
-    "BertSelfOutput",
-    "BertAttention",
-    "BertIntermediate",
-    "BertOutput",
     "BertLayer",
     "BertEncoder",
     "BertPooler",
     "BertModelOutput",
-    "init_bert_weights",
     "BertPreTrainedModel",
     "BertModel",
 ]

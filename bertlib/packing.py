@@ -8,7 +8,7 @@ import torch
 from bertlib.batch import IGNORE_INDEX
 from bertlib.errors import InputError
 
-__all__ = ["first_fit_decreasing", "positions_within_documents", "pack_documents"]
+__all__ = ["pack_documents"]
 
 
 # From chapters/10_one_device.py, cell 27.

@@ -2,8 +2,12 @@
 # Edit the chapter, not this file: `make test` fails when the two differ.
 """Pretraining heads (masked LM with a tied decoder, next sentence) and the models with them."""
 
+import hashlib
+import json
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -11,20 +15,31 @@ from torch import nn
 
 from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
+from bertlib.errors import CheckpointError, ConfigError, InputError
+from bertlib.masking import MaskingRecipe, PretrainingCollator
 from bertlib.model import BertModel, BertPreTrainedModel, activation
-from bertlib.train import autocast
+from bertlib.runtime import best_device, seed_everything
+from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.tokenizer import BertTokenizer, train_wordpiece
+from bertlib.train import (
+    Trainer,
+    TrainingConfig,
+    TrainingState,
+    autocast,
+    prepare_output_dir,
+    resolve_precision,
+)
 
 __all__ = [
-    "BertPredictionHeadTransform",
-    "BertLMPredictionHead",
-    "BertPreTrainingHeads",
-    "BertOnlyMLMHead",
     "PreTrainingOutput",
-    "masked_lm",
     "BertForPreTraining",
     "BertForMaskedLM",
     "evaluate_pretraining",
-    "context_free_baselines",
+    "unigram_baselines",
+    "PretrainingRun",
+    "packed_rows",
+    "PretrainingResult",
+    "pretrain",
     "BertLMHeadModel",
 ]
 
@@ -69,31 +84,42 @@ class BertOnlyMLMHead(nn.Module):
 
 @dataclass
 class PreTrainingOutput:
-    """loss = mlm_loss + nsp_loss (those whose labels were given). mlm_logits are
-    (n_masked, vocab) at the masked positions when labels were given, else (batch, seq,
-    vocab); masked_positions is the boolean (batch, seq) map of where they were taken."""
+    """loss = mlm_loss + nsp_loss (those whose labels were given). Without labels,
+    mlm_logits are (batch, seq, vocab). With labels they are scored only where pieces were
+    hidden, and mlm_labels holds the piece each row of them should guess: (n_hidden, vocab)
+    and (n_hidden,) from the labels alone, or (batch, slots, vocab) and (batch, slots) when
+    masked_positions were given (spare slots' labels are IGNORE_INDEX)."""
 
     loss: torch.Tensor | None
     mlm_loss: torch.Tensor | None
     nsp_loss: torch.Tensor | None
     mlm_logits: torch.Tensor
     nsp_logits: torch.Tensor | None
-    masked_positions: torch.Tensor | None
+    mlm_labels: torch.Tensor | None
 
 
 # From chapters/06_pretraining.py, cell 13.
-def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor,
-              labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None,
-                                                    torch.Tensor | None]:
-    """(logits, loss, positions): scores only where labels != -100, when labels are given."""
+def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor, labels: torch.Tensor | None,
+              masked_positions: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(logits, their labels, loss). With labels, only the hidden pieces are scored: at
+    masked_positions (batch, slots) when given, a fixed number a row that torch.compile
+    traces as one graph; else wherever labels != -100, a count the data decides (a boolean
+    gather: the compiler must stop there and ask the device how many)."""
     if labels is None:
         return head(hidden), None, None
-    positions = labels != IGNORE_INDEX
-    logits = head(hidden[positions])
-    # The mean over the scored positions, written so that a batch with none gives 0, not
-    # NaN, without asking the device how many there are (a host-device sync).
-    summed = F.cross_entropy(logits.float(), labels[positions], reduction="sum")
-    return logits, summed / positions.sum().clamp(min=1), positions
+    if masked_positions is None:
+        hidden_here = labels != IGNORE_INDEX
+        chosen, targets = hidden[hidden_here], labels[hidden_here]
+    else:
+        chosen = hidden.gather(1, masked_positions.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))
+        targets = labels.gather(1, masked_positions)
+    logits = head(chosen)
+    # The mean over the scored pieces, written so that a batch with none gives 0, not NaN,
+    # without asking the device how many there are (a host-device sync).
+    summed = F.cross_entropy(logits.flatten(0, -2).float(), targets.flatten(),
+                             reduction="sum")
+    return logits, targets, summed / (targets != IGNORE_INDEX).sum().clamp(min=1)
 
 
 class BertForPreTraining(BertPreTrainedModel):
@@ -111,16 +137,18 @@ class BertForPreTraining(BertPreTrainedModel):
         return self.cls.predictions.decoder
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                next_sentence_label=None) -> PreTrainingOutput:
+                next_sentence_label=None, masked_positions=None) -> PreTrainingOutput:
+        """masked_positions: (batch, slots), where each row's hidden pieces are (chapter
+        05's collator gives them); without it they are found from the labels."""
         encoded = self.bert(input_ids, attention_mask, token_type_ids)
-        logits, mlm_loss, positions = masked_lm(self.cls.predictions,
-                                                encoded.last_hidden_state, labels)
+        logits, targets, mlm_loss = masked_lm(self.cls.predictions, encoded.last_hidden_state,
+                                              labels, masked_positions)
         nsp_logits = self.cls.seq_relationship(encoded.pooler_output)
         nsp_loss = None if next_sentence_label is None else F.cross_entropy(
             nsp_logits.float(), next_sentence_label)
         losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
         return PreTrainingOutput(sum(losses) if losses else None, mlm_loss, nsp_loss, logits,
-                                 nsp_logits, positions)
+                                 nsp_logits, targets)
 
 
 class BertForMaskedLM(BertPreTrainedModel):
@@ -138,13 +166,14 @@ class BertForMaskedLM(BertPreTrainedModel):
         return self.cls.predictions.decoder
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                position_ids=None) -> PreTrainingOutput:
-        """position_ids: see BertModel (chapter 10 restarts them in packed sequences)."""
+                position_ids=None, masked_positions=None) -> PreTrainingOutput:
+        """position_ids: see BertModel (chapter 10 restarts them in packed sequences);
+        masked_positions: see BertForPreTraining."""
         encoded = self.bert(input_ids, attention_mask, token_type_ids,
                             position_ids=position_ids)
-        logits, loss, positions = masked_lm(self.cls.predictions,
-                                            encoded.last_hidden_state, labels)
-        return PreTrainingOutput(loss, loss, None, logits, None, positions)
+        logits, targets, loss = masked_lm(self.cls.predictions, encoded.last_hidden_state,
+                                          labels, masked_positions)
+        return PreTrainingOutput(loss, loss, None, logits, None, targets)
 
 
 # From chapters/06_pretraining.py, cell 30.
@@ -159,8 +188,8 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
         batch = {k: v.to(device) for k, v in batch.items()}
         with autocast(device, precision):
             out = model(**batch)
-        targets = batch["labels"][out.masked_positions]
-        logits = out.mlm_logits.float()
+        scored = out.mlm_labels != IGNORE_INDEX  # spare slots are not
+        targets, logits = out.mlm_labels[scored], out.mlm_logits[scored].float()
         correct += int((logits.argmax(-1) == targets).sum())
         total_loss += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
         count += len(targets)
@@ -173,17 +202,248 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
     return result
 
 
-def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
-                           vocab_size: int) -> dict[str, float]:
-    """Accuracy of guessing without context: the most frequent target, and a unigram draw."""
-    def target_counts(batches):
-        labels = torch.cat([b["labels"][b["labels"] != -100] for b in batches])
-        return torch.bincount(labels, minlength=vocab_size).double()
+def unigram_baselines(train_pieces: list[list[int]], held_out_batches: list[dict],
+                      tokenizer) -> dict[str, float]:
+    """The yardstick of a masked LM: guesses that read no context, from each piece's
+    frequency in the training text (add-one smoothed; special tokens are never hidden).
+    most_frequent and unigram are accuracies (always the commonest piece; a piece drawn
+    with its frequency); unigram_cross_entropy (nats per hidden piece) and
+    unigram_perplexity are the losses to compare with the model's."""
+    ids = torch.tensor([piece for pieces in train_pieces for piece in pieces])
+    counts = torch.bincount(ids, minlength=tokenizer.vocab_size).double() + 1
+    counts[sorted(tokenizer.special_ids)] = 0
+    share = counts / counts.sum()
+    targets = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in held_out_batches])
+    cross_entropy = float(-share[targets].log().mean())
+    return {"most_frequent": float((targets == share.argmax()).double().mean()),
+            "unigram": float(share[targets].mean()),
+            "unigram_cross_entropy": cross_entropy,
+            "unigram_perplexity": math.exp(cross_entropy)}
 
-    train_counts, test_counts = target_counts(train_batches), target_counts(test_batches)
-    test_share = test_counts / test_counts.sum()
-    return {"most_frequent": float(test_share[train_counts.argmax()]),
-            "unigram": float((train_counts / train_counts.sum() * test_share).sum())}
+
+# From chapters/06_pretraining.py, cell 32.
+# Which model each objective trains; chapter 08 adds its left-to-right model.
+MODEL_FOR_OBJECTIVE: dict[str, type] = {"mlm+nsp": BertForPreTraining, "mlm": BertForMaskedLM}
+
+
+@dataclass(frozen=True)
+class PretrainingRun:
+    """Everything that decides what a pretraining run learns, and so everything a resumed
+    run must share with the run it continues. Saved as run.json beside the model."""
+
+    preset: str = "bert-tiny"
+    vocab_size: int = 4000
+    max_seq_length: int = 128
+    objective: str = "mlm+nsp"
+    masking: MaskingRecipe = field(default_factory=MaskingRecipe)
+    dropout: float = 0.1
+    training: TrainingConfig = field(default_factory=lambda: TrainingConfig(steps=1000))
+
+    def __post_init__(self) -> None:
+        if self.max_seq_length < 8:
+            raise ConfigError(f"max_seq_length must be at least 8 pieces, not "
+                              f"{self.max_seq_length}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"dropout must lie in [0, 1), not {self.dropout}")
+
+    def model_class(self) -> type:
+        if self.objective not in MODEL_FOR_OBJECTIVE:
+            raise ConfigError(f"objective must be one of {sorted(MODEL_FOR_OBJECTIVE)}, not "
+                              f"{self.objective!r}")
+        return MODEL_FOR_OBJECTIVE[self.objective]
+
+    def description(self) -> dict:
+        """The run as JSON-ready data; whether a progress bar is shown is left out."""
+        described = asdict(self)
+        described["training"].pop("progress")
+        return described
+
+
+def packed_rows(tokenizer, documents: list[list[str]], length: int) -> list[list[int]]:
+    """All documents' pieces end to end, a [SEP] after each document, cut into rows of
+    exactly `length` ids that open with [CLS] and close with [SEP]. A tail too short for a
+    row is dropped."""
+    stream: list[int] = []
+    for paragraphs in documents:
+        for paragraph in paragraphs:
+            stream += tokenizer.encode(paragraph).ids[1:-1]
+        stream.append(tokenizer.sep_id)
+    width = length - 2
+    rows = [[tokenizer.cls_id, *stream[start:start + width], tokenizer.sep_id]
+            for start in range(0, len(stream) - width + 1, width)]
+    if not rows:
+        raise InputError(f"the text holds {len(stream)} pieces, fewer than one row of "
+                         f"{length}; give more text or a smaller max_seq_length")
+    return rows
+
+
+# From chapters/06_pretraining.py, cell 34.
+def _text_digest(documents: list[list[str]]) -> str:
+    """A short fingerprint of the training text: a resumed run must read the same text."""
+    text = "\n\n".join("\n".join(paragraphs) for paragraphs in documents)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _run_vocabulary(folder: Path, documents: list[list[str]], size: int, resume: bool,
+                    given: BertTokenizer | None) -> BertTokenizer:
+    """The run's vocabulary, kept in folder/vocabulary: learned (or given) at the start,
+    read back on resume."""
+    kept = folder / "vocabulary"
+    if not resume:
+        tokenizer = given or train_wordpiece([p for d in documents for p in d], size)
+        tokenizer.save_pretrained(kept)
+        return tokenizer
+    if not (kept / "vocab.txt").is_file():
+        raise CheckpointError(f"{folder} keeps no vocabulary/vocab.txt, so the pieces its "
+                              "checkpoint was trained on are unknown; start a new run in "
+                              "another folder")
+    saved = BertTokenizer.from_pretrained(kept)
+    if given is not None and given.vocab != saved.vocab:
+        raise ConfigError(f"the tokenizer given differs from the one the run in {folder} "
+                          "was trained with; resume without one (the run's is read back)")
+    return saved
+
+
+def _changes(saved, wanted, prefix: str = "") -> list[str]:
+    """'field: old then, new now' for every leaf where two JSON descriptions differ."""
+    if isinstance(saved, dict) and isinstance(wanted, dict):
+        return [change for key in sorted(set(saved) | set(wanted))
+                for change in _changes(saved.get(key), wanted.get(key), f"{prefix}{key}.")]
+    return [] if saved == wanted else [f"{prefix[:-1]}: {saved!r} then, {wanted!r} now"]
+
+
+def _check_run(folder: Path, record: dict, resume: bool) -> None:
+    """A new run writes its record (the run's description, its text's digest) to
+    run.json; a resumed one must match it, or it is refused with what differs."""
+    path = folder / "run.json"
+    if not resume:
+        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        return
+    if not (folder / "checkpoint.pt").is_file():
+        raise CheckpointError(f"{folder} holds no checkpoint.pt to resume from; start "
+                              "the run without resuming")
+    if not path.is_file():
+        raise CheckpointError(f"{folder} has no run.json, so its settings cannot be "
+                              "checked; start a new run in another folder")
+    changed = _changes(json.loads(path.read_text(encoding="utf-8")),
+                       json.loads(json.dumps(record)))  # the same types as the saved JSON
+    if changed:
+        raise ConfigError(f"resuming would continue the run in {folder} with other "
+                          f"settings ({'; '.join(changed)}); resume with the run's own "
+                          "settings, or start a new run in another folder")
+
+
+def _save(model: nn.Module, tokenizer, run: "PretrainingRun", folder: Path) -> Path:
+    """The model, its tokenizer and the run it came from in one folder, as from_pretrained
+    (bertlib's and transformers') reads it. The model goes back to its device."""
+    device = next(model.parameters()).device
+    model.cpu().save_pretrained(folder)
+    model.to(device)
+    tokenizer.save_pretrained(folder)
+    (folder / "run.json").write_text(json.dumps(run.description(), indent=2) + "\n",
+                                     encoding="utf-8")
+    return folder
+
+
+# From chapters/06_pretraining.py, cell 36.
+@dataclass
+class PretrainingResult:
+    """What pretrain leaves: the model folder, the trained model and tokenizer, the
+    trainer's state, the learning curve (one held-out evaluation per eval_every steps), the
+    final held-out scores and the unigram yardstick to read them against, and a folder for
+    each step of keep_at (the same run, stopped earlier)."""
+
+    folder: Path
+    run: PretrainingRun
+    model: nn.Module
+    tokenizer: BertTokenizer
+    state: TrainingState
+    curve: list[dict]
+    evaluation: dict[str, float]
+    baselines: dict[str, float]
+    held_out_batches: list[dict]
+    train_tokens: int
+    kept: dict[int, Path]
+
+
+def _examples(run: PretrainingRun, tokenizer, documents: list[list[str]], seed: int) -> list:
+    """Sentence pairs for a run with next-sentence prediction, else packed rows."""
+    if run.objective == "mlm+nsp":
+        tokenized = sentence_documents(documents, lambda s: tokenizer.encode(s).ids[1:-1])
+        return sentence_pairs(tokenized, max_seq_length=run.max_seq_length, seed=seed)
+    return packed_rows(tokenizer, documents, run.max_seq_length)
+
+
+def _as_documents(texts) -> list[list[str]]:
+    """Each document as a list of paragraphs: a string is a one-paragraph document."""
+    if isinstance(texts, str):
+        raise InputError("pretrain takes a list of documents, not one string; wrap it: "
+                         "[text]")
+    return [[text] if isinstance(text, str) else list(text) for text in texts]
+
+
+def pretrain(documents, run: PretrainingRun, out: str | Path, held_out,
+             tokenizer: BertTokenizer | None = None, resume: bool = False,
+             keep_at: tuple[int, ...] = (), device: torch.device | None = None
+             ) -> PretrainingResult:
+    """Pretrain a fresh model on documents (each a string, or a list of paragraphs) and
+    score it on held_out every run.training.eval_every steps; save it in out/model.
+
+    A vocabulary is learned from the documents unless a tokenizer is given. resume
+    continues the run whose checkpoint is in out, after checking that it was asked for
+    the same run on the same text."""
+    out, device, training = Path(out), device or best_device(), run.training
+    model_class = run.model_class()
+    if any(not 0 < step <= training.steps or not training.eval_every
+           or step % training.eval_every for step in keep_at):
+        raise ConfigError(f"keep_at {keep_at} must name evaluated steps (multiples of "
+                          f"eval_every={training.eval_every}, at most steps={training.steps})")
+    documents, held_out = _as_documents(documents), _as_documents(held_out)
+    prepare_output_dir(out)
+    seed_everything(training.seed)
+    _check_run(out, {"run": run.description(), "text": _text_digest(documents)}, resume)
+    tokenizer = _run_vocabulary(out, documents, run.vocab_size, resume, tokenizer)
+    examples = _examples(run, tokenizer, documents, training.seed)
+    next_sentence = run.objective == "mlm+nsp"
+    scoring = PretrainingCollator(tokenizer, MaskingRecipe(
+        max_predictions=run.masking.max_predictions), training.seed + 1, next_sentence)
+    held_out_examples = _examples(run, tokenizer, held_out, training.seed + 1)
+    held_out_batches = [scoring(held_out_examples[i:i + 64])
+                        for i in range(0, len(held_out_examples), 64)]
+    config = BertConfig.preset(run.preset, vocab_size=tokenizer.vocab_size,
+                               max_position_embeddings=run.max_seq_length,
+                               hidden_dropout_prob=run.dropout,
+                               attention_probs_dropout_prob=run.dropout)
+    model = model_class(config)
+    precision = resolve_precision(training.precision, device)
+    kept: dict[int, Path] = {}
+    started = time.perf_counter()
+
+    def evaluate(trained: nn.Module) -> dict:
+        step = trainer.state.step
+        scores = evaluate_pretraining(trained, held_out_batches, device, precision)
+        trained.train()
+        if step in keep_at:
+            kept[step] = _save(trained, tokenizer, run, out / f"step-{step}")
+        tokens = step * training.batch_size * run.max_seq_length
+        return dict(tokens=tokens, seconds=round(time.perf_counter() - started, 1),
+                    loss=math.log(scores["perplexity"]), **scores)
+
+    collator = PretrainingCollator(tokenizer, run.masking, training.seed, next_sentence)
+    trainer = Trainer(model, examples, collator, training, device, out, evaluate=evaluate)
+    state = trainer.train(resume=resume)
+    if training.checkpoint_every:
+        trainer.save_checkpoint()
+    baselines = unigram_baselines([_pieces(e) for e in examples], held_out_batches, tokenizer)
+    return PretrainingResult(
+        _save(model, tokenizer, run, out / "model"), run, model, tokenizer, state,
+        state.evaluations, evaluate_pretraining(model, held_out_batches, device, precision),
+        baselines, held_out_batches, len(examples) * run.max_seq_length, kept)
+
+
+def _pieces(example) -> list[int]:
+    """The ids of one training example: a sentence pair's two segments, or a packed row."""
+    return [*example.tokens_a, *example.tokens_b] if hasattr(example, "tokens_a") else example
 
 
 # From chapters/08_what_pretraining_buys.py, cell 11.
@@ -197,7 +457,7 @@ class BertLMHeadModel(BertForMaskedLM):
         super().__init__(config.with_overrides(is_decoder=True))
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                labels=None) -> PreTrainingOutput:
+                labels=None, masked_positions=None) -> PreTrainingOutput:
         text = input_ids if labels is None else torch.where(labels == IGNORE_INDEX,
                                                             input_ids, labels)
         hidden = self.bert(text, attention_mask, token_type_ids, causal=True).last_hidden_state
@@ -206,6 +466,17 @@ class BertLMHeadModel(BertForMaskedLM):
         if attention_mask is not None:
             targets = targets.masked_fill(attention_mask[:, 1:] == 0, IGNORE_INDEX)
         loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
-        positions = None if labels is None else labels != IGNORE_INDEX
-        scored = logits if positions is None else logits[positions[:, 1:]]
-        return PreTrainingOutput(loss, loss, None, scored, None, positions)
+        if labels is None:
+            return PreTrainingOutput(loss, loss, None, logits, None, None)
+        if masked_positions is None:  # the hidden pieces, each scored from the one before
+            hidden_here = labels[:, 1:] != IGNORE_INDEX
+            return PreTrainingOutput(loss, loss, None, logits[hidden_here], None,
+                                     labels[:, 1:][hidden_here])
+        before = (masked_positions - 1).clamp(min=0)  # spare slots (0) stay unscored
+        scored = logits.gather(1, before.unsqueeze(-1).expand(-1, -1, logits.size(-1)))
+        return PreTrainingOutput(loss, loss, None, scored, None,
+                                 labels.gather(1, masked_positions))
+
+
+# From chapters/08_what_pretraining_buys.py, cell 12.
+MODEL_FOR_OBJECTIVE["left-to-right"] = BertLMHeadModel

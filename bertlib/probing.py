@@ -18,7 +18,6 @@ __all__ = [
     "attention_statistics",
     "labelled_token_vectors",
     "fit_linear_probe",
-    "Standardise",
 ]
 
 

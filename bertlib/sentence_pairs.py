@@ -5,18 +5,12 @@ sentences, chunks of consecutive sentences cut in two, half the time a random se
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bertlib.corpora import Article
 from bertlib.errors import InputError
 
-__all__ = [
-    "split_sentences",
-    "SentencePair",
-    "sentence_documents",
-    "truncate_pair",
-    "sentence_pairs",
-]
+__all__ = ["split_sentences", "SentencePair", "sentence_documents", "sentence_pairs"]
 
 
 # From chapters/05_masking.py, cell 22.
@@ -34,15 +28,19 @@ class SentencePair:
     is_random_next: bool
 
 
-def sentence_documents(articles: list[Article], tokenize) -> list[list[list[int]]]:
-    """Each article as a list of sentences, each a list of token ids (tokenize: str -> ids)."""
-    documents = []
-    for article in articles:
-        sentences = [tokenize(s) for p in article.paragraphs for s in split_sentences(p)]
+def sentence_documents(documents: Sequence[Sequence[str]], tokenize) -> list[list[list[int]]]:
+    """Each document (given as its paragraphs) as a list of sentences, each a list of token
+    ids (tokenize: str -> ids). Documents stay apart: a next sentence never crosses one."""
+    tokenized = []
+    for paragraphs in documents:
+        if isinstance(paragraphs, str):  # it would be read one character at a time
+            raise InputError("a document is a list of its paragraphs, not one string; "
+                             "wrap it: [text]")
+        sentences = [tokenize(s) for p in paragraphs for s in split_sentences(p)]
         sentences = [ids for ids in sentences if ids]
         if sentences:
-            documents.append(sentences)
-    return documents
+            tokenized.append(sentences)
+    return tokenized
 
 
 def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Random) -> None:

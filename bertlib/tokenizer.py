@@ -17,15 +17,7 @@ import torch
 from bertlib.batch import pad_batch
 from bertlib.errors import TokenizerError
 
-__all__ = [
-    "SPECIAL_TOKENS",
-    "basic_tokenize",
-    "wordpiece",
-    "teaching_tokenize",
-    "Encoding",
-    "BertTokenizer",
-    "train_wordpiece",
-]
+__all__ = ["SPECIAL_TOKENS", "Encoding", "BertTokenizer", "train_wordpiece"]
 
 
 # From chapters/02_tokens.py, cell 9.

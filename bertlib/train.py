@@ -25,10 +25,6 @@ __all__ = [
     "autocast",
     "TrainingConfig",
     "TrainingState",
-    "SeededBatches",
-    "default_loader_workers",
-    "batch_loader",
-    "prepare_output_dir",
     "Trainer",
 ]
 

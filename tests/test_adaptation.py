@@ -1,6 +1,9 @@
-"""Chapter 08's library: task-adaptive pretraining (bertlib.adaptation) and fair comparisons
-(bertlib.comparison), on a small made-up corpus so that each test takes seconds."""
+"""The one pretraining road (bertlib.pretraining.pretrain) on texts, as chapter 08 uses it
+for task-adaptive pretraining, and the fair comparisons (bertbook.comparison), on a small
+made-up corpus so that each test takes seconds."""
 
+import dataclasses
+import json
 import math
 import random
 import statistics
@@ -8,17 +11,7 @@ import statistics
 import pytest
 import torch
 
-from bertlib.adaptation import (
-    AdaptationRun,
-    AdaptationSettings,
-    RowMasker,
-    pretrain_on_texts,
-    steps_to_leave_plateau,
-    text_rows,
-    unigram_cross_entropy,
-)
-from bertlib.batch import IGNORE_INDEX
-from bertlib.comparison import (
+from bertbook.comparison import (
     Comparison,
     clear_win,
     compare_start,
@@ -26,13 +19,24 @@ from bertlib.comparison import (
     label_draw,
     scratch_like,
     start_from,
+    steps_to_leave_plateau,
     words_only_accuracy,
 )
+from bertlib.batch import IGNORE_INDEX
 from bertlib.errors import ConfigError, InputError
 from bertlib.finetuning import BertForSequenceClassification, FineTuningRecipe
+from bertlib.masking import MaskingRecipe, PretrainingCollator
 from bertlib.model import BertModel
+from bertlib.pretraining import (
+    PretrainingResult,
+    PretrainingRun,
+    packed_rows,
+    pretrain,
+    unigram_baselines,
+)
 from bertlib.task_data import TextExample
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
+from bertlib.train import TrainingConfig
 
 TOPICS = {0: ["goal", "match", "league", "striker", "coach"],
           1: ["shares", "profit", "market", "bank", "growth"]}
@@ -55,13 +59,19 @@ def tokenizer(texts) -> BertTokenizer:
     return train_wordpiece(texts, 60)
 
 
+def tiny(steps: int = 6, objective: str = "mlm", rate: float = 0.4, dropout: float = 0.0,
+         **training) -> PretrainingRun:
+    training = dict(dict(steps=steps, batch_size=8, warmup_steps=1, eval_every=2,
+                         precision="fp32", progress=False), **training)
+    return PretrainingRun(vocab_size=60, max_seq_length=16, objective=objective,
+                          masking=MaskingRecipe(probability=rate, max_predictions=16),
+                          dropout=dropout, training=TrainingConfig(**training))
+
+
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory, texts, tokenizer) -> AdaptationRun:
-    settings = AdaptationSettings(vocab=60, seq=16, batch=8, steps=6, warmup=1, eval_every=2,
-                                  precision="fp32", mask_rate=0.4, dropout=0.0)
-    return pretrain_on_texts(texts[:250], tmp_path_factory.mktemp("run"), settings,
-                             texts[250:], tokenizer, keep_at=(4,),
-                             device=torch.device("cpu"), progress=False)
+def tiny_run(tmp_path_factory, texts, tokenizer) -> PretrainingResult:
+    return pretrain(texts[:250], tiny(), tmp_path_factory.mktemp("run"), texts[250:],
+                    tokenizer, keep_at=(4,), device=torch.device("cpu"))
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +81,12 @@ def topic_splits() -> dict[str, list[TextExample]]:
             for part, size in (("train", 40), ("dev", 20), ("test", 20))}
 
 
+def _documents(texts):
+    return [[text] for text in texts]
+
+
 def test_rows_are_full_and_framed(texts, tokenizer):
-    rows = text_rows(tokenizer, texts, 16)
+    rows = packed_rows(tokenizer, _documents(texts), 16)
     assert len(rows) > 10
     assert all(len(row) == 16 and row[0] == tokenizer.cls_id and row[-1] == tokenizer.sep_id
                for row in rows)
@@ -80,22 +94,33 @@ def test_rows_are_full_and_framed(texts, tokenizer):
 
 
 def test_too_little_text_is_refused_with_advice(tokenizer):
-    with pytest.raises(InputError, match="smaller seq"):
-        text_rows(tokenizer, ["goal"], 64)
+    with pytest.raises(InputError, match="smaller max_seq_length"):
+        packed_rows(tokenizer, [["goal"]], 64)
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(objective="gpt"), "objective"), (dict(mask_rate=1.0), "mask_rate"),
-    (dict(dropout=1.0), "dropout"), (dict(seq=4), "seq"), (dict(eval_every=0), "eval_every"),
+    (dict(dropout=1.0), "dropout"), (dict(max_seq_length=4), "max_seq_length"),
 ])
-def test_bad_settings_are_refused(change, message):
+def test_bad_runs_are_refused(change, message):
     with pytest.raises(ConfigError, match=message):
-        AdaptationSettings(**change)
+        PretrainingRun(**change)
+
+
+def test_an_unknown_objective_is_refused_before_any_work(tmp_path, texts):
+    with pytest.raises(ConfigError, match="objective must be one of"):
+        pretrain(texts, tiny(objective="gpt"), tmp_path, texts)
+    assert not any(tmp_path.iterdir())
+
+
+def test_one_string_is_refused_with_advice(tmp_path, texts):
+    with pytest.raises(InputError, match=r"wrap it: \[text\]"):
+        pretrain("goal match league", tiny(), tmp_path, texts)
 
 
 def test_masks_follow_the_rate_and_the_key(texts, tokenizer):
-    rows = text_rows(tokenizer, texts, 16)[:40]
-    masker = RowMasker(tokenizer, rate=0.4, seed=3)
+    rows = packed_rows(tokenizer, _documents(texts), 16)[:40]
+    masker = PretrainingCollator(tokenizer, MaskingRecipe(0.4, max_predictions=16), seed=3,
+                                 next_sentence=False)
     masker.reseed("0/1/0")
     first = masker(rows)
     masker.reseed("0/1/0")
@@ -105,14 +130,23 @@ def test_masks_follow_the_rate_and_the_key(texts, tokenizer):
     assert torch.equal(first["labels"][hidden], torch.tensor(rows)[hidden])
 
 
-def test_unigram_line_matches_a_hand_count():
-    rows = [[5, 5, 6]]
+class _Vocabulary:  # the two things unigram_baselines asks of a tokenizer
+    vocab_size, special_ids = 8, {0}
+
+
+def test_the_unigram_yardstick_matches_a_hand_count():
     batch = {"labels": torch.tensor([[5, IGNORE_INDEX, 6]])}
     counts = torch.ones(8)
+    counts[0] = 0  # a special token is never hidden: no share for it
     counts[5] += 2
     counts[6] += 1
-    expected = -(math.log(counts[5] / counts.sum()) + math.log(counts[6] / counts.sum())) / 2
-    assert unigram_cross_entropy(rows, [batch], 8) == pytest.approx(expected)
+    share = counts / counts.sum()
+    cross_entropy = -(math.log(share[5]) + math.log(share[6])) / 2
+    found = unigram_baselines([[0, 5, 5, 6, 0]], [batch], _Vocabulary())
+    assert found["unigram_cross_entropy"] == pytest.approx(cross_entropy)
+    assert found["unigram_perplexity"] == pytest.approx(math.exp(cross_entropy))
+    assert found["most_frequent"] == pytest.approx(0.5)  # 5 is the commonest; one of two
+    assert found["unigram"] == pytest.approx(float(share[5] + share[6]) / 2)
 
 
 def test_a_run_leaves_a_curve_a_loadable_folder_and_its_kept_step(tiny_run):
@@ -121,28 +155,28 @@ def test_a_run_leaves_a_curve_a_loadable_folder_and_its_kept_step(tiny_run):
     assert set(tiny_run.kept) == {4}
     model = BertForSequenceClassification.from_pretrained(tiny_run.folder, num_labels=3)
     assert model.config.hidden_dropout_prob == 0.0
-    assert (tiny_run.folder / "curve.json").is_file()
+    saved = json.loads((tiny_run.folder / "run.json").read_text())
+    assert saved == json.loads(json.dumps(tiny_run.run.description()))
+    assert saved["masking"]["probability"] == 0.4
     assert BertTokenizer.from_pretrained(tiny_run.kept[4]).vocab_size == 60
+    assert tiny_run.baselines["unigram_cross_entropy"] > tiny_run.curve[-1]["loss"] - 3
 
 
 def test_a_left_to_right_run_saves_a_causal_encoder(tmp_path, texts, tokenizer):
-    settings = AdaptationSettings(vocab=60, seq=16, batch=8, steps=2, warmup=0, eval_every=2,
-                                  precision="fp32", objective="left-to-right")
-    run = pretrain_on_texts(texts[:100], tmp_path, settings, texts[250:], tokenizer,
-                            device=torch.device("cpu"), progress=False)
+    run = pretrain(texts[:100], tiny(steps=2, objective="left-to-right", warmup_steps=0),
+                   tmp_path, texts[250:], tokenizer, device=torch.device("cpu"))
     assert BertModel.from_pretrained(run.folder).config.is_decoder
 
 
 def test_keep_at_must_name_an_evaluated_step(tmp_path, texts, tokenizer):
-    settings = AdaptationSettings(steps=6, warmup=1, eval_every=2)
     with pytest.raises(ConfigError, match="keep_at"):
-        pretrain_on_texts(texts, tmp_path, settings, texts, tokenizer, keep_at=(3,))
+        pretrain(texts, tiny(), tmp_path, texts, tokenizer, keep_at=(3,))
 
 
 def test_the_plateau_exit_is_the_first_step_a_nat_under_the_unigram_line(tiny_run):
-    run = AdaptationRun(tiny_run.folder, tiny_run.settings,
-                        [dict(step=1, loss=5.5), dict(step=2, loss=4.9), dict(step=3, loss=4.0)],
-                        unigram_loss=6.0, train_tokens=0, kept={})
+    run = dataclasses.replace(
+        tiny_run, curve=[dict(step=1, loss=5.5), dict(step=2, loss=4.9), dict(step=3, loss=4.0)],
+        baselines={"unigram_cross_entropy": 6.0})
     assert steps_to_leave_plateau(run) == 2
     assert steps_to_leave_plateau(run, nats_below_unigram=3.0) is None
 

@@ -1,4 +1,4 @@
-"""bertlib.corpora and bertbook.datasets on the real files that installed packages ship,
+"""bertbook.corpora and bertbook.datasets on the real files that installed packages ship,
 plus their errors and cache."""
 
 import builtins
@@ -8,8 +8,8 @@ import types
 
 import pytest
 
-from bertbook import datasets
-from bertlib import corpora, errors, task_data
+from bertbook import corpora, datasets
+from bertlib import errors, task_data
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from bertbook.corpora import cached_rows, package_file
 from bertbook.datasets import minilm_dir
+from bertbook.pretrain import main as pretrain_main
 from bertbook.sizes import BookSizeError, pick_size
 from bertlib import (
     BertConfig,
@@ -59,9 +61,6 @@ from bertlib import (
     TrainingConfig,
     TrainingDiverged,
 )
-from bertlib.corpora import cached_rows, package_file
-from bertlib.pretrain import check_run
-from bertlib.pretrain import main as pretrain_main
 from bertlib.sentence_pairs import SentencePair
 
 TINY = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -111,20 +110,24 @@ def test_a_broken_cache_file_is_named_and_rebuilt(tmp_path, content):
         assert cached_rows(path, lambda: [], {"title", "paragraphs"}) == ROWS
 
 
-def _started_run(folder, corpus="wikipedia"):
-    settings = {"corpus": corpus, "steps": 6}
-    check_run(folder, {"settings": settings, "model": "BertForPreTraining"}, resume=False)
+def _started_run(folder):
+    """A run folder as the smoke size's CLI run leaves it after its first checkpoint."""
+    from bertbook.pretrain import SIZES, book_documents, run_for
+    from bertlib.pretraining import _check_run, _text_digest
+
+    train, _ = book_documents(SIZES["smoke"])
+    record = {"run": run_for(SIZES["smoke"]).description(), "text": _text_digest(train)}
+    _check_run(folder, record, resume=False)
     (folder / "checkpoint.pt").write_bytes(b"")  # the run got as far as a checkpoint
 
 
 def test_resuming_with_other_settings_is_refused(tmp_path, capsys):
     _started_run(tmp_path)
-    with pytest.raises(ConfigError, match=r"corpus: 'wikipedia' then, 'lee-news' now"):
-        check_run(tmp_path, {"settings": {"corpus": "lee-news", "steps": 6},
-                             "model": "BertForPreTraining"}, resume=True)
     code = pretrain_main(["--size", "smoke", "--out", str(tmp_path), "--resume",
-                          "--corpus", "lee-news"])
-    assert code == 2 and "corpus: 'wikipedia' then, 'lee-news' now" in capsys.readouterr().err
+                          "--corpus", "lee-news", "--mask-rate", "0.4"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "run.masking.probability: 0.15 then, 0.4 now" in err and "text: '" in err
 
 
 def test_an_unwritable_out_folder_is_refused_before_training(tmp_path, capsys):
@@ -252,7 +255,7 @@ def test_the_tokenizer_refuses_none_surrogates_and_bad_vocab_files(tokenizer, tm
 
 
 def test_resume_without_a_checkpoint_is_one_line_before_any_work(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "bertlib.pretrain", "--size", "smoke",
+    done = subprocess.run([sys.executable, "-m", "bertbook.pretrain", "--size", "smoke",
                            "--out", str(tmp_path / "run"), "--resume"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr

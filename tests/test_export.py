@@ -193,4 +193,4 @@ def test_a_changed_chapter_is_detected(tmp_path, root):
     chapter.write_text(chapter.read_text().replace("_MIN_PARAGRAPH_WORDS = 8",
                                                    "_MIN_PARAGRAPH_WORDS = 9"))
     assert export.differences(copy) == [
-        "bertlib/corpora.py: differs from its chapter (run `make export`)"]
+        "bertbook/corpora.py: differs from its chapter (run `make export`)"]

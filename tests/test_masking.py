@@ -5,8 +5,9 @@ import random
 import pytest
 import torch
 
+from bertbook.corpora import wikipedia_articles
 from bertlib.batch import IGNORE_INDEX
-from bertlib.corpora import wikipedia_articles
+from bertlib.errors import InputError
 from bertlib.masking import MaskingRecipe, PretrainingCollator, mask_sequence, prediction_units
 from bertlib.sentence_pairs import (
     SentencePair,
@@ -30,7 +31,8 @@ def tokenizer(articles):
 
 @pytest.fixture(scope="module")
 def pairs(articles, tokenizer):
-    documents = sentence_documents(articles, lambda s: tokenizer.encode(s).ids[1:-1])
+    documents = sentence_documents([a.paragraphs for a in articles],
+                                   lambda s: tokenizer.encode(s).ids[1:-1])
     return sentence_pairs(documents, max_seq_length=128, seed=0)
 
 
@@ -101,7 +103,8 @@ def test_next_sentence_pairs(pairs):
 
 
 def test_true_next_segments_continue_the_text(articles, tokenizer):
-    documents = sentence_documents(articles[:5], lambda s: tokenizer.encode(s).ids[1:-1])
+    documents = sentence_documents([a.paragraphs for a in articles[:5]],
+                                   lambda s: tokenizer.encode(s).ids[1:-1])
     flat = [tuple(t for sentence in doc for t in sentence) for doc in documents]
     checked = 0
     for pair in sentence_pairs(documents, max_seq_length=128, seed=3):
@@ -177,3 +180,8 @@ def test_a_random_segment_is_drawn_without_listing_every_document():
         start = listed.randrange(3)
         expected = [t for sentence in documents[other][start:] for t in sentence][:1]
         assert _random_segment(documents, avoid, 1, drawn) == expected
+
+
+def test_a_document_given_as_one_string_is_refused_not_read_letter_by_letter():
+    with pytest.raises(InputError, match=r"wrap it: \[text\]"):
+        sentence_documents(["The bank. The river."], str.split)

@@ -1,4 +1,4 @@
-"""`python -m bertlib.pretrain`: runs, refuses to overwrite a run, resumes one."""
+"""`python -m bertbook.pretrain`: runs, refuses to overwrite a run, resumes one."""
 
 import subprocess
 import sys
@@ -9,7 +9,7 @@ from transformers import BertForPreTraining as HFBertForPreTraining
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bertlib.pretrain", *args],
+    return subprocess.run([sys.executable, "-m", "bertbook.pretrain", *args],
                           capture_output=True, text=True, timeout=600)
 
 
@@ -33,47 +33,51 @@ CPU = torch.device("cpu")
 SMOKE_RUN = {"steps": 4, "warmup": 1, "corpus": "lee-news", "eval_every": 4}
 
 
-def _settings():
-    from bertlib.pretrain import SIZES
+def _smoke_run(folder, resume=False):
+    """The smoke size cut to 4 steps, through the one road, as the CLI runs it."""
+    from bertbook.pretrain import SIZES, book_documents, run_for
+    from bertlib.pretraining import pretrain
 
-    return {**SIZES["smoke"], **SMOKE_RUN}
+    settings = {**SIZES["smoke"], **SMOKE_RUN}
+    train, held_out = book_documents(settings)
+    return pretrain(train, run_for(settings, progress=False), folder, held_out,
+                    resume=resume, device=CPU)
 
 
 def test_resume_trains_on_the_runs_own_vocabulary(tmp_path, monkeypatch):
     """WordPiece training differs between processes: a resumed run must read its
     vocabulary back, never learn a new one (487 of 4,000 ids moved when it did)."""
-    import bertlib.pretrain as pretrain
+    import bertlib.pretraining
 
-    first = pretrain.run_pretraining(_settings(), tmp_path, device=CPU, progress=False)
+    first = _smoke_run(tmp_path)
     saved = (tmp_path / "vocabulary" / "vocab.txt").read_text()
     assert saved == (tmp_path / "model" / "vocab.txt").read_text()
 
     def no_training(*args, **kwargs):
         raise AssertionError("a resumed run trained a new vocabulary")
 
-    monkeypatch.setattr(pretrain, "train_wordpiece", no_training)
-    resumed = pretrain.run_pretraining(_settings(), tmp_path, resume=True, device=CPU,
-                                       progress=False)
-    assert resumed["tokenizer"].vocab == first["tokenizer"].vocab
+    monkeypatch.setattr(bertlib.pretraining, "train_wordpiece", no_training)
+    resumed = _smoke_run(tmp_path, resume=True)
+    assert resumed.tokenizer.vocab == first.tokenizer.vocab
 
 
 def test_resume_without_the_vocabulary_is_refused(tmp_path):
-    import bertlib.pretrain as pretrain
     from bertlib.errors import CheckpointError
 
-    pretrain.run_pretraining(_settings(), tmp_path, device=CPU, progress=False)
+    _smoke_run(tmp_path)
     (tmp_path / "vocabulary" / "vocab.txt").unlink()
     with pytest.raises(CheckpointError, match="no vocabulary/vocab.txt"):
-        pretrain.run_pretraining(_settings(), tmp_path, resume=True, device=CPU,
-                                 progress=False)
+        _smoke_run(tmp_path, resume=True)
 
 
-def test_resume_on_other_text_is_refused(tmp_path):
+def test_resume_on_other_text_or_another_rate_is_refused(tmp_path):
     from bertlib.errors import ConfigError
-    from bertlib.pretrain import check_run
+    from bertlib.pretraining import _check_run
 
     (tmp_path / "checkpoint.pt").write_bytes(b"")
-    check_run(tmp_path, {"settings": {"steps": 4}, "model": "M", "text": "aaaa"}, resume=False)
+    record = {"run": {"masking": {"probability": 0.15}}, "text": "aaaa"}
+    _check_run(tmp_path, record, resume=False)
     with pytest.raises(ConfigError, match="text: 'aaaa' then, 'bbbb' now"):
-        check_run(tmp_path, {"settings": {"steps": 4}, "model": "M", "text": "bbbb"},
-                  resume=True)
+        _check_run(tmp_path, {**record, "text": "bbbb"}, resume=True)
+    with pytest.raises(ConfigError, match=r"run\.masking\.probability: 0\.15 then, 0\.4 now"):
+        _check_run(tmp_path, {**record, "run": {"masking": {"probability": 0.4}}}, resume=True)

@@ -54,10 +54,9 @@ def test_no_hub_is_a_clear_error(monkeypatch, tmp_path):
     def offline(*args, **kwargs):
         raise OSError("no route to host")
 
-    monkeypatch.setenv("BERTLIB_CACHE", str(tmp_path))
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
     with pytest.raises(DataUnavailable, match="minilm_dir"):
-        hub_checkpoint("bert-base-uncased")
+        hub_checkpoint("bert-base-uncased", tmp_path)
 
 
 def test_layer_states_end_with_the_models_output(minilm):

@@ -14,21 +14,34 @@ def _requirement_names(requirements: list[str]) -> dict[str, str]:
             for r in requirements}
 
 
+def _project(folder=ROOT) -> dict:
+    return tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+
+
 def test_environment_yml_pip_section_matches_pyproject():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + [dep for extra in ("book", "dev", "instructor")
-                                        for dep in project["optional-dependencies"][extra]]
+    library, book = _project(), _project(ROOT / "bertbook")
+    wanted = (library["dependencies"] + [d for d in book["dependencies"] if d != "bertlib"]
+              + [dep for extra in ("book", "dev", "instructor")
+                 for dep in book["optional-dependencies"][extra]])
     environment = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in environment["dependencies"] if isinstance(d, dict))
     listed = [line for line in pip_section if not line.startswith("-")]
     assert _requirement_names(listed) == _requirement_names(wanted)
-    assert "-e ." in pip_section
+    assert "-e ." in pip_section and "-e ./bertbook" in pip_section
     assert "python=3.11" in environment["dependencies"]
 
 
 def test_torch_is_unpinned_above():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert "torch>=2.4" in project["dependencies"]
+    assert "torch>=2.4" in _project()["dependencies"]
+
+
+def test_the_library_needs_nothing_of_the_book():
+    """`pip install bertlib` brings what BERT needs; the book's package brings the rest."""
+    library, book = _project(), _project(ROOT / "bertbook")
+    assert "optional-dependencies" not in library
+    assert not set(_requirement_names(library["dependencies"])) - {
+        "torch", "numpy", "tqdm", "tokenizers", "safetensors"}
+    assert "bertlib" in book["dependencies"]
 
 
 def test_ci_runs_the_readme_test_command():
@@ -62,11 +75,13 @@ def test_setup_installs_a_cuda_torch_where_an_nvidia_gpu_answers(tmp_path):
 
 def test_colab_installs_only_what_its_runtime_lacks():
     """Colab has torch (a CUDA build), Jupyter and most of the stack; upgrading them into its
-    runtime breaks it. Each chapter's first cell installs bertlib[colab]."""
+    runtime breaks it. Each chapter's first cell installs bertlib and bertbook[colab]."""
     from tools.sync import colab_cell
 
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    colab = set(_requirement_names(project["optional-dependencies"]["colab"]))
+    extras = _project(ROOT / "bertbook")["optional-dependencies"]
+    colab = set(_requirement_names(extras["colab"]))
     assert "datasets" in colab  # the gpu size's corpora and benchmarks
     assert not colab & {"torch", "jupyterlab", "ipykernel", "jupyter-book", "jupytext"}
-    assert "bertlib[colab] @ git+" in colab_cell()
+    cell = colab_cell()
+    assert 'SOURCE = f"git+{REPO}@' in cell and 'f"bertlib @ {SOURCE}"' in cell
+    assert 'f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"' in cell

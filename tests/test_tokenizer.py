@@ -3,8 +3,8 @@
 import pytest
 from transformers import BertTokenizerFast
 
+from bertbook.corpora import wikipedia_articles
 from bertbook.datasets import minilm_dir
-from bertlib.corpora import wikipedia_articles
 from bertlib.errors import TokenizerError
 from bertlib.tokenizer import (
     SPECIAL_TOKENS,

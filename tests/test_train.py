@@ -5,8 +5,8 @@ import sys
 import pytest
 import torch
 
+from bertbook.corpora import wikipedia_articles
 from bertlib.config import BertConfig
-from bertlib.corpora import wikipedia_articles
 from bertlib.errors import CheckpointError, ConfigError, TrainingDiverged
 from bertlib.masking import PretrainingCollator
 from bertlib.pretraining import BertForPreTraining
@@ -28,7 +28,8 @@ from bertlib.train import (
 def data():
     articles = wikipedia_articles()[:8]
     tokenizer = train_wordpiece([p for a in articles for p in a.paragraphs], 600)
-    documents = sentence_documents(articles, lambda s: tokenizer.encode(s).ids[1:-1])
+    documents = sentence_documents([a.paragraphs for a in articles],
+                                   lambda s: tokenizer.encode(s).ids[1:-1])
     return tokenizer, sentence_pairs(documents, max_seq_length=32, seed=0)
 
 

@@ -1,4 +1,5 @@
-"""Write environment.yml from pyproject.toml, so the two can never disagree.
+"""Write environment.yml from the two pyproject.toml files (bertlib's and bertbook's), so they
+can never disagree.
 
     python tools/environment.py          # rewrite environment.yml
 """
@@ -15,16 +16,20 @@ from tools.chapters import ROOT, tomllib
 
 HEADER = """\
 # conda env create -f environment.yml && conda activate bert-end-to-end
-# Generated from pyproject.toml by `python tools/environment.py`; a test checks they agree.
+# Generated from the pyproject.toml files by `python tools/environment.py`; a test checks them.
 # The extra index lets pip find a CPU build of torch; on a CUDA machine remove that line.
 """
 
 
 def environment() -> dict:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    extras = project["optional-dependencies"]
-    requirements = project["dependencies"] + extras["book"] + extras["dev"] + extras["instructor"]
-    pip = ["--extra-index-url https://download.pytorch.org/whl/cpu", *requirements, "-e ."]
+    library = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    book = tomllib.loads((ROOT / "bertbook" / "pyproject.toml").read_text())["project"]
+    extras = book["optional-dependencies"]
+    book_needs = [name for name in book["dependencies"] if name != "bertlib"]
+    requirements = (library["dependencies"] + book_needs + extras["book"] + extras["dev"]
+                    + extras["instructor"])
+    pip = ["--extra-index-url https://download.pytorch.org/whl/cpu", *requirements, "-e .",
+           "-e ./bertbook"]
     return {"name": "bert-end-to-end", "channels": ["conda-forge"],
             "dependencies": ["python=3.11", "pip", {"pip": pip}]}
 

@@ -2,7 +2,9 @@
 
 A code cell whose first line is ``#| export bertlib/NAME.py`` belongs to that module;
 ``#| exporti bertlib/NAME.py`` exports it too but keeps its names out of ``__all__`` (an
-internal helper, nbdev's convention); ``#| default_exp bertlib/NAME.py`` in a chapter lets
+internal helper, nbdev's convention); a second line ``#| internal NAME NAME...`` keeps just
+those names of the cell out of ``__all__`` (helpers the reader meets beside the public code
+they serve, in one cell); ``#| default_exp bertlib/NAME.py`` in a chapter lets
 its cells say just ``#| export``. The book's own package takes ``bertbook/NAME.py`` the
 same way. A generated module is, in order:
 
@@ -42,6 +44,7 @@ PACKAGES = ("bertlib", "bertbook")
 FIRST_PARTY = (*PACKAGES, "tools")
 EXPORT_MARK = re.compile(
     r"^#\|\s*(?P<kind>exporti?)(?:\s+(?P<module>(?:bertlib|bertbook)/[\w/]+\.py))?\s*$")
+INTERNAL_MARK = re.compile(r"^#\|\s*internal\s+(?P<names>[\w ]+?)\s*$")
 DEFAULT_MARK = re.compile(r"^#\|\s*default_exp\s+(?P<module>(?:bertlib|bertbook)/[\w/]+\.py)\s*$",
                           re.M)
 MAX_LINE = 100
@@ -60,6 +63,7 @@ class ExportedCell:
     number: int
     code: str
     internal: bool
+    internal_names: tuple[str, ...] = ()
 
     @property
     def provenance(self) -> str:
@@ -84,8 +88,12 @@ def exported_cells(chapter: Path) -> list[ExportedCell]:
         if module is None:
             raise ExportError(f"{chapter.name}, cell {number}: `#| export` names no module "
                               "and the chapter has no `#| default_exp` before it")
+        second, _, after = rest.partition("\n")
+        names: tuple[str, ...] = ()
+        if (internal := INTERNAL_MARK.match(second.strip())) is not None:
+            names, rest = tuple(internal["names"].split()), after
         cells.append(ExportedCell(module, f"chapters/{chapter.name}", number,
-                                  rest.strip("\n"), match["kind"] == "exporti"))
+                                  rest.strip("\n"), match["kind"] == "exporti", names))
     return cells
 
 
@@ -281,6 +289,11 @@ def render_module(module: str, cells: list[ExportedCell]) -> str:
         imports += cell_imports
         if cell.internal:
             internal.update(public_names(rest))
+        unknown = set(cell.internal_names) - set(public_names(rest))
+        if unknown:
+            raise ExportError(f"{cell.chapter}, cell {cell.number}: `#| internal` names "
+                              f"{sorted(unknown)}, which the cell does not define")
+        internal.update(cell.internal_names)
         if rest:
             parts.append(f"{cell.provenance}\n{rest}")
     chapters = list(dict.fromkeys(cell.chapter for cell in cells))

