@@ -6,10 +6,10 @@ CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 .PHONY: setup book unit test check-html export sync notebooks student grade grade-selftest lab bench gpu-check
 
 setup:            ## create .venv and install everything (quick when already done)
-	bash tools/setup.sh
+	bash tools/build/setup.sh
 
 book: setup       ## the HTML book from the committed notebooks (EXECUTE=1: run every chapter first)
-	$(PY) tools/build_book.py $(if $(EXECUTE),--execute)
+	$(PY) tools/build/build_book.py $(if $(EXECUTE),--execute)
 
 unit: setup       ## the fast tests in parallel (no subprocess, kernel, grading or training run)
 	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests -m "not slow" -n 2 -q -p no:cacheprovider
@@ -18,36 +18,36 @@ test: setup       ## unit tests, sync checks, and every chapter under nbval at s
 	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests chapters --nbval-lax --nbval-current-env -p no:cacheprovider
 
 check-html: setup ## build the book from the committed notebooks, check it in headless Chromium
-	$(PY) tools/build_book.py
+	$(PY) tools/build/build_book.py
 	npm install --silent --no-audit --no-fund --prefix _build/vendor requirejs@2.3.6 d3@5.7.0 jquery@2.2.4
-	$(PY) tools/check_html.py
+	$(PY) tools/build/check_html.py
 
 export: setup     ## write bertlib/ from the chapters' export cells
-	$(PY) tools/export.py
+	$(PY) tools/build/export.py
 
 sync: export      ## slug-derived cells and README table, then pair each .py with its .ipynb
-	$(PY) tools/environment.py
-	$(PY) tools/sync.py
+	$(PY) tools/build/environment.py
+	$(PY) tools/build/sync.py
 
 notebooks: sync   ## re-execute every chapter at cpu size into its committed .ipynb
 	BERT_BOOK_SIZE=cpu $(VENV)/bin/jupytext --sync --execute --set-kernel python3 $(CHAPTERS)
 
 student: setup    ## student copies in _build/student (nbgrader generate_assignment)
-	$(PY) tools/student.py _build/student
+	$(PY) tools/grading/student.py _build/student
 
 SUBMISSIONS ?= submissions
 TIMEOUT ?= 60
 grade: setup      ## nbgrader autograde of SUBMISSIONS/<student>/<chapter>.ipynb, sandboxed, into _build/grades.csv
-	$(PY) tools/grade.py $(SUBMISSIONS) --cell-timeout $(TIMEOUT) --out _build/grades.csv
+	$(PY) tools/grading/grade.py $(SUBMISSIONS) --cell-timeout $(TIMEOUT) --out _build/grades.csv
 
 grade-selftest: setup  ## grade every chapter's reference answers with nbgrader (all points expected)
-	$(PY) tools/grade_selftest.py
+	$(PY) tools/grading/grade_selftest.py
 
 bench: setup      ## bertlib's pretraining step vs transformers': table and plot in benchmarks/results
 	$(PY) benchmarks/pretraining_step.py
 
 gpu-check: setup  ## on a CUDA machine: resume, benchmark, DDP and every chapter cut short, one JSON summary
-	$(PY) benchmarks/gpu_check.py
+	$(PY) tools/gpu_check.py
 
 lab: setup        ## JupyterLab on the chapters
 	$(VENV)/bin/jupyter lab chapters/

@@ -6,7 +6,7 @@ in them, and `autograde` (sandboxed, at smoke size) must give every coding exerc
 point. It exits 1, listing what lost points, if any did. It runs each chapter once at the
 smoke size (about ten minutes on two cores).
 
-    python tools/grade_selftest.py [--out _build/grades-selftest.csv]
+    python tools/grading/grade_selftest.py [--out _build/grades-selftest.csv]
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from pathlib import Path
 import nbformat
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.chapters import ROOT, read_chapter
-from tools.exercises import SOLUTION, exercise_cells, grade_id_of, without_markers
-from tools.grade import grade_folder, write_csv
-from tools.student import write_student_copies
+from tools.grading.exercises import SOLUTION, exercise_cells, grade_id_of, without_markers
+from tools.grading.grade import grade_folder, write_csv
+from tools.grading.student import write_student_copies
 
 
 def reference_answers(chapter: Path) -> dict[str, str]:

@@ -8,8 +8,8 @@ written under _build/book-src/chapters/; the committed notebooks are never touch
 unknown size is refused before anything runs or is deleted. Jupyter Book 1 (Sphinx)
 renders offline; version 2 would download its theme, which fails offline.
 
-    python tools/build_book.py              # the committed notebooks
-    python tools/build_book.py --execute    # run every chapter first (an hour at cpu size)
+    python tools/build/build_book.py              # the committed notebooks
+    python tools/build/build_book.py --execute    # run every chapter first (an hour at cpu size)
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import yaml
 from nbclient import NotebookClient
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bertbook.sizes import BookSizeError, book_size
 from tools.chapters import ROOT, book_settings, chapter_sources, read_chapter
-from tools.exercises import HIDDEN, SOLUTION, exercise_cells, without_markers
+from tools.grading.exercises import HIDDEN, SOLUTION, exercise_cells, without_markers
 
 BUILD = ROOT / "_build"
 SOURCE = BUILD / "book-src"

@@ -18,6 +18,8 @@ from bertbook.measure import DATASHEET_TFLOPS
 from bertlib.config import BertConfig
 from tools.chapters import ROOT, chapter_sources, read_chapter
 
+pytestmark = pytest.mark.slow  # each chapter's first cells, executed
+
 T4 = DATASHEET_TFLOPS["T4"] * 1e12
 
 

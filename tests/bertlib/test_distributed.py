@@ -15,6 +15,8 @@ from bertlib.distributed import DataParallelTrainer, switch_off_dropout
 from bertlib.errors import BertlibError
 from bertlib.train import TrainingConfig
 
+pytestmark = pytest.mark.slow  # torchrun with two processes
+
 HELPERS = Path(__file__).parent / "helpers"
 
 

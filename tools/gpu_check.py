@@ -15,7 +15,7 @@
 Without CUDA it says so and exits with status 2; `--allow-cpu` runs the same checks at the
 smoke size on the CPU, to try the script itself.
 
-    python benchmarks/gpu_check.py [--steps 300] [--step-scale 0.02] [--chapters 03 06]
+    python tools/gpu_check.py [--steps 300] [--step-scale 0.02] [--chapters 03 06]
 """
 
 from __future__ import annotations

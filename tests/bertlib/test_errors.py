@@ -26,8 +26,8 @@ Already clear, kept that way
   test_the_clear_messages_stay                             (long input, ids outside the vocab,
                                                             mask shapes, checkpoint shapes,
                                                             empty and over-long text, sizes)
-  test_a_nan_loss_stops_training                           (tests/test_train.py has more)
-  test_out_on_an_existing_run_is_refused                   (tests/test_pretrain_cli.py)
+  test_a_nan_loss_stops_training                           (tests/bertlib/test_train.py has more)
+  test_out_on_an_existing_run_is_refused                   (tests/bertbook/test_pretrain_cli.py)
   test_a_missing_data_package_names_its_install_command
 """
 
@@ -254,6 +254,7 @@ def test_the_tokenizer_refuses_none_surrogates_and_bad_vocab_files(tokenizer, tm
         BertTokenizer.from_pretrained(tmp_path)
 
 
+@pytest.mark.slow  # a subprocess that loads the corpus
 def test_resume_without_a_checkpoint_is_one_line_before_any_work(tmp_path):
     done = subprocess.run([sys.executable, "-m", "bertbook.pretrain", "--size", "smoke",
                            "--out", str(tmp_path / "run"), "--resume"],

@@ -5,8 +5,9 @@ import re
 import nbformat
 import pytest
 
-from tools import exercises, sync
+from tools.build import sync
 from tools.chapters import ROOT, cell_texts, chapter_sources, read_chapter
+from tools.grading import exercises
 
 CHAPTERS = chapter_sources(ROOT)
 

@@ -7,7 +7,7 @@ require.js, d3 and jquery from a CDN; offline, this check serves local copies in
 from the npm registry instead (`--vendor`), on a copy of the book, so the published pages
 keep their CDN links. A screenshot of the attention chapter is saved under _build/.
 
-    python tools/check_html.py [--html _build/html] [--vendor _build/vendor/node_modules]
+    python tools/build/check_html.py [--html _build/html] [--vendor _build/vendor/node_modules]
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from pathlib import Path
 import nbformat
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.chapters import ROOT, chapter_sources
-from tools.sync import chapter_title
+from tools.build.sync import chapter_title
 
 CDN = "https://cdnjs.cloudflare.com/ajax/libs/"
 LOCAL_COPIES = {  # CDN path (as bertviz writes it) -> file in node_modules

@@ -9,6 +9,8 @@ import sys
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow  # the benchmark scripts, in subprocesses
+
 
 def test_the_quick_benchmark_writes_its_table(root, tmp_path):
     done = subprocess.run([sys.executable, str(root / "benchmarks" / "pretraining_step.py"),
@@ -61,12 +63,12 @@ def test_the_gpu_benchmark_gives_an_unpadded_batch_no_mask(root):
         benchmark.unpadded(batch)
 
 
-@pytest.mark.parametrize("script", ["gpu_bert_base.py", "gpu_check.py"])
+@pytest.mark.parametrize("script", ["benchmarks/gpu_bert_base.py", "tools/gpu_check.py"])
 def test_gpu_scripts_refuse_cleanly_without_cuda(root, script):
     """`make gpu-check` and the GPU benchmark say there is nothing to measure, exit 2."""
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    done = subprocess.run([sys.executable, str(root / "benchmarks" / script)],
+    done = subprocess.run([sys.executable, str(root / script)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "no CUDA device here" in done.stdout
     assert "Traceback" not in done.stderr
@@ -75,11 +77,8 @@ def test_gpu_scripts_refuse_cleanly_without_cuda(root, script):
 def test_the_gpu_check_executes_a_chapter_and_reports_its_failures(root, tmp_path):
     """The chapters part of `make gpu-check`, on the CPU at the smoke size: one chapter that
     runs, and one whose cell fails, reported with the error instead of stopping the check."""
-    sys.path.insert(0, str(root / "benchmarks"))
-    try:
-        import gpu_check
-    finally:
-        sys.path.remove(str(root / "benchmarks"))
+    from tools import gpu_check
+
     before = dict(os.environ)
     ran = gpu_check.chapter_check(root / "chapters" / "03_attention.py", "smoke", 0.5, 300)
     assert ran["ok"] is True and ran["minutes"] >= 0 and ran["peak_gib"] is None  # no GPU

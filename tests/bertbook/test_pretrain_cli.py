@@ -7,6 +7,8 @@ import pytest
 import torch
 from transformers import BertForPreTraining as HFBertForPreTraining
 
+pytestmark = pytest.mark.slow  # pretraining runs on the book's corpus
+
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bertbook.pretrain", *args],

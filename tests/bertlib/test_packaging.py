@@ -1,5 +1,5 @@
 """bertlib installs as a library of its own: its wheel holds no book code (that it imports
-none is tests/test_library.py's check)."""
+none is tests/bertlib/test_library.py's check)."""
 
 import shutil
 import subprocess
@@ -9,6 +9,8 @@ import zipfile
 import pytest
 
 from tools.chapters import ROOT
+
+pytestmark = pytest.mark.slow  # a wheel built by pip
 
 
 @pytest.fixture(scope="module")

@@ -11,18 +11,19 @@ import shutil
 import nbformat
 import pytest
 
-from tools import grade, sandbox
 from tools.chapters import ROOT
-from tools.exercises import grade_id_of
-from tools.grade_selftest import answered_copy, reference_answers
-from tools.student import write_student_copies
+from tools.grading import grade, sandbox
+from tools.grading.exercises import grade_id_of
+from tools.grading.grade_selftest import answered_copy, reference_answers
+from tools.grading.student import write_student_copies
 
 PREFACE = ROOT / "chapters" / "00_preface.py"
 CANARY = ROOT / "grading-canary.txt"  # a file in the repository root a student tries to delete
 LEAK = ROOT / "_build" / "leaked-hidden-tests.txt"
 
-pytestmark = pytest.mark.skipif(not sandbox.available(),
-                                reason="this machine allows no user namespaces")
+pytestmark = [pytest.mark.slow,  # nbgrader in a sandbox, a kernel per submission
+              pytest.mark.skipif(not sandbox.available(),
+                                 reason="this machine allows no user namespaces")]
 
 
 def _submit(folder, student: str, released, answers: dict[str, str] | None = None,

@@ -3,11 +3,11 @@
 The slug lives in one place, `[tool.bertbook]` in pyproject.toml. From it this script
 writes each chapter's Colab set-up cell and the README's chapter table with its
 "Open in Colab" badges. It gives the exercise cells nbgrader's metadata (derived from
-their layout, tools/exercises.py), then pairs every chapter's .py with its .ipynb (jupytext --sync,
+their layout, tools/grading/exercises.py), then pairs every chapter's .py with its .ipynb (jupytext --sync,
 which keeps the notebook's outputs).
 
-    python tools/sync.py            # rewrite what is out of date
-    python tools/sync.py --check    # list it and exit 1, write nothing
+    python tools/build/sync.py            # rewrite what is out of date
+    python tools/build/sync.py --check    # list it and exit 1, write nothing
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import jupytext
 
 from bertbook.library_map import library_table
 from tools.chapters import ROOT, book_settings, chapter_sources
-from tools.exercises import hidden_tests_misplaced, nbgrader_metadata
+from tools.grading.exercises import hidden_tests_misplaced, nbgrader_metadata
 
 COLAB_CELL_FIRST_LINE = (
     "# Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere."
@@ -71,7 +71,7 @@ def with_colab_cell(chapter_text: str, cell: str) -> str:
 def with_nbgrader_metadata(chapter_text: str) -> str:
     """The chapter with nbgrader's metadata on exactly its exercise cells.
 
-    The metadata is derived from the exercise layout (tools/exercises.py), so an exercise
+    The metadata is derived from the exercise layout (tools/grading/exercises.py), so an exercise
     added, moved or renumbered gets the right grade ids at the next `make sync`.
     """
     notebook = jupytext.reads(chapter_text, fmt="py:percent")

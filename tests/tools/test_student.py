@@ -10,15 +10,17 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from tools import course, exercises
 from tools.chapters import ROOT, chapter_sources, read_chapter
-from tools.exercises import exercise_cells
+from tools.grading import course, exercises
+from tools.grading.exercises import exercise_cells
+
+pytestmark = pytest.mark.slow  # nbgrader's generate_assignment and autograde
 
 
 @pytest.fixture(scope="module")
 def student_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("student")
-    subprocess.run([sys.executable, "tools/student.py", str(out)], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "tools/grading/student.py", str(out)], cwd=ROOT, check=True)
     return out
 
 

@@ -19,8 +19,8 @@ class up cell by cell) has the function folded into the class body, so that the 
 reader, ``help()`` and IDEs see one class. Modules that no chapter exports are written by
 hand; the exporter refuses to overwrite them.
 
-    python tools/export.py            # write the modules from the chapters
-    python tools/export.py --check    # exit 1 and list differences, write nothing
+    python tools/build/export.py            # write the modules from the chapters
+    python tools/build/export.py --check    # exit 1 and list differences, write nothing
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bertbook.library_map import PROVENANCE_PREFIX, provenance_line
 from tools.chapters import ROOT, chapter_sources, read_chapter

@@ -76,7 +76,7 @@ def test_setup_installs_a_cuda_torch_where_an_nvidia_gpu_answers(tmp_path):
 def test_colab_installs_only_what_its_runtime_lacks():
     """Colab has torch (a CUDA build), Jupyter and most of the stack; upgrading them into its
     runtime breaks it. Each chapter's first cell installs bertlib and bertbook[colab]."""
-    from tools.sync import colab_cell
+    from tools.build.sync import colab_cell
 
     extras = _project(ROOT / "bertbook")["optional-dependencies"]
     colab = set(_requirement_names(extras["colab"]))

@@ -9,7 +9,7 @@ import pkgutil
 import pytest
 
 import bertlib
-from tools import export
+from tools.build import export
 from tools.chapters import ROOT
 
 MAX_PUBLIC_NAMES = 100

@@ -6,7 +6,7 @@ instructor wrote them, hidden tests included, and each scores its points when it
 without an error. What this script adds, and why:
 
 * **Isolation.** Each submission is graded alone, in a throwaway nbgrader course with its
-  own gradebook, by a kernel in a sandbox (tools/sandbox.py) that can write only to that
+  own gradebook, by a kernel in a sandbox (tools/grading/sandbox.py) that can write only to that
   course and cannot see the chapters, the other submissions or the gradebook. So no
   submission can change the instructor's files, another student's score, or its own
   score by any way but a right answer, and grades do not depend on the order.
@@ -19,7 +19,7 @@ without an error. What this script adds, and why:
   badge opens) is recognised and scored 0 with a message saying so; an answer that
   touches the grading machinery is flagged for a human to read.
 
-    python tools/grade.py SUBMISSIONS [--out grades.csv] [--cell-timeout 60]
+    python tools/grading/grade.py SUBMISSIONS [--out grades.csv] [--cell-timeout 60]
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ from pathlib import Path
 import nbformat
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools import sandbox
 from tools.chapters import ROOT, read_chapter
-from tools.course import COURSE_ID, config_flags, generate, nbgrader
-from tools.exercises import SOLUTION, exercise_cells, grade_id_of, parse_grade_id
+from tools.grading import sandbox
+from tools.grading.course import COURSE_ID, config_flags, generate, nbgrader
+from tools.grading.exercises import SOLUTION, exercise_cells, grade_id_of, parse_grade_id
 
 FIELDS = ["student", "chapter", "exercise", "points", "max_points", "reason"]
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # what nbgrader's stub says

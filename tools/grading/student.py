@@ -1,11 +1,11 @@
 """Write the student copy of every chapter with nbgrader: `make student`.
 
-`nbgrader generate_assignment` does the work, in a throwaway course (tools/course.py): it
+`nbgrader generate_assignment` does the work, in a throwaway course (tools/grading/course.py): it
 replaces each solution by a stub (`raise NotImplementedError()` in code, "YOUR ANSWER HERE"
 in markdown), removes the hidden tests, clears the outputs and checks the cell metadata.
 This script only copies its release into one folder, a notebook per chapter.
 
-    python tools/student.py [OUT_DIR]     # default: _build/student
+    python tools/grading/student.py [OUT_DIR]     # default: _build/student
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.chapters import ROOT, chapter_sources
-from tools.course import generate
+from tools.grading.course import generate
 
 
 def write_student_copies(out_dir: Path, chapters: list[Path] | None = None) -> list[Path]:

@@ -1,7 +1,7 @@
 """Write environment.yml from the two pyproject.toml files (bertlib's and bertbook's), so they
 can never disagree.
 
-    python tools/environment.py          # rewrite environment.yml
+    python tools/build/environment.py          # rewrite environment.yml
 """
 
 import sys
@@ -10,13 +10,13 @@ from pathlib import Path
 import yaml
 
 if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.chapters import ROOT, tomllib
 
 HEADER = """\
 # conda env create -f environment.yml && conda activate bert-end-to-end
-# Generated from the pyproject.toml files by `python tools/environment.py`; a test checks them.
+# Generated from the pyproject.toml files by `python tools/build/environment.py`; a test checks them.
 # The extra index lets pip find a CPU build of torch; on a CUDA machine remove that line.
 """
 

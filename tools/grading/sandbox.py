@@ -15,7 +15,7 @@ It still reads whatever its user may read elsewhere (INSTRUCTORS.md says so). It
 Linux user and mount namespaces (util-linux's `unshare`), which need no root; `available`
 tells whether this machine allows them.
 
-    python tools/sandbox.py --writable DIR [--hide DIR ...] -- COMMAND...
+    python tools/grading/sandbox.py --writable DIR [--hide DIR ...] -- COMMAND...
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Grading untrusted notebooks: student copies, the sandbox, autograding, the self-test."""
