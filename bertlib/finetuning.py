@@ -18,7 +18,7 @@ from torch import nn
 
 from bertlib.batch import IGNORE_INDEX, MODEL_INPUTS, PaddingCollator
 from bertlib.config import BertConfig
-from bertlib.errors import InputError
+from bertlib.errors import ConfigError, InputError
 from bertlib.model import BertModel, BertPreTrainedModel
 from bertlib.runtime import best_device, seed_everything
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, words_in
@@ -236,6 +236,19 @@ class FineTuningRecipe:
     seed: int = 0
     progress: bool = False
 
+    def __post_init__(self) -> None:
+        if not (isinstance(self.batch_size, int) and self.batch_size >= 1):
+            raise ConfigError(f"batch_size must be a whole number of at least 1, not "
+                              f"{self.batch_size!r}")
+        if not 0 < self.learning_rate < 1:  # NaN fails this too
+            raise ConfigError(f"learning_rate must be a small positive number (the paper's "
+                              f"are 2e-5 to 5e-5), not {self.learning_rate!r}")
+        if not self.epochs > 0:
+            raise ConfigError(f"epochs must be positive, not {self.epochs!r}")
+        if not 0 <= self.warmup_share < 1:
+            raise ConfigError(f"warmup_share must lie in [0, 1), the share of the steps spent "
+                              f"warming up, not {self.warmup_share!r}")
+
     def training_config(self, examples: int, evaluate_each_epoch: bool) -> TrainingConfig:
         """The trainer's settings for this recipe on `examples` examples: epochs become
         steps (at least min_steps), the warm-up share becomes steps, a batch is never
@@ -307,13 +320,12 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
     mode). Labels may be any hashable names; they are saved as the config's id2label.
     dev=(texts, labels) prints and records dev accuracy after each epoch."""
     recipe = recipe or FineTuningRecipe(progress=True)
-    names = sorted(set(labels), key=str)
+    texts, labels = _paired(texts, labels, "texts and labels")
+    names = _label_names(labels)
     index = {name: i for i, name in enumerate(names)}
     tokenizer = tokenizer.with_max_length(max_length)
     features = classification_features(tokenizer, [TextExample(t, index[y])
                                                    for t, y in zip(texts, labels)])
-    if not features:
-        raise InputError("no texts to fine-tune on")
     seed_everything(recipe.seed)  # the new head's initial weights
     model = BertForSequenceClassification.from_pretrained(
         checkpoint, id2label={i: str(name) for i, name in enumerate(names)})
@@ -321,8 +333,13 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
     collator = PaddingCollator(tokenizer.pad_id)
     evaluate = None
     if dev is not None:
+        dev_texts, dev_labels = _paired(*dev, "dev texts and dev labels")
+        unseen = sorted({str(y) for y in dev_labels if y not in index})
+        if unseen:
+            raise InputError(f"dev labels {unseen[:5]} never occur in training, so the model "
+                             "cannot predict them; drop those dev texts or add training ones")
         dev_features = classification_features(
-            tokenizer, [TextExample(t, index[y]) for t, y in zip(*dev)])
+            tokenizer, [TextExample(t, index[y]) for t, y in zip(dev_texts, dev_labels)])
 
         def evaluate(trained):  # the accuracy alone: metrics builds on this module
             logits = predict(trained, dev_features, collator, device)
@@ -334,10 +351,49 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
     return model
 
 
-def classify(model: nn.Module, tokenizer, texts: list[str],
+def _paired(texts, labels, what: str) -> tuple[list[str], list]:
+    """Texts and labels as two lists of one length: a generator is read once, and one
+    string is one text (not a list of characters)."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    labels = list(labels)
+    if len(texts) != len(labels):
+        raise InputError(f"{what} differ in number ({len(texts)} and {len(labels)}); give "
+                         "one label per text")
+    if not texts:
+        raise InputError(f"no {what}: give at least one labelled text")
+    return texts, labels
+
+
+def _label_names(labels: list) -> list:
+    """The distinct labels, in a stable order, as the classes to learn. Refused when
+    they cannot name classes: unhashable, one class, or two labels Python counts as one
+    (True and 1) or that config.json would save under one name (1 and "1")."""
+    try:
+        distinct = set(labels)
+    except TypeError as error:
+        raise InputError(f"labels must be names such as strings or numbers ({error})") from None
+    typed = {(type(label), label) for label in labels}
+    by_name: dict[str, set] = {}
+    for kind, label in typed:
+        by_name.setdefault(str(label), set()).add(f"{label!r} ({kind.__name__})")
+    clash = next((sorted(group) for group in by_name.values() if len(group) > 1), None)
+    if clash is None and len(typed) > len(distinct):
+        clash = sorted(f"{label!r} ({kind.__name__})" for kind, label in typed)
+    if clash:
+        raise InputError(f"labels {', '.join(clash)} would become one class; spell each "
+                         "label one way")
+    if len(distinct) < 2:
+        raise InputError(f"a classifier needs at least two labels; every text is labelled "
+                         f"{labels[0]!r}")
+    return sorted(distinct, key=str)
+
+
+def classify(model: nn.Module, tokenizer, texts: list[str] | str,
              device: torch.device | None = None) -> list[str]:
-    """The label name (config.id2label) that the model gives each text."""
-    features = classification_features(tokenizer, list(texts))
+    """The label name (config.id2label) that the model gives each text; one string is one
+    text."""
+    features = classification_features(tokenizer, [texts] if isinstance(texts, str)
+                                       else list(texts))
     device = device or next(model.parameters()).device
     logits = predict(model, features, PaddingCollator(tokenizer.pad_id), device)
     return [model.config.id2label[int(row.argmax())] for row in logits]

@@ -251,6 +251,11 @@ class BertTokenizer:
         """Ids back to text, joining ## pieces (lower-cased, accents gone: not lossless).
         skip_special leaves out [CLS], [SEP], [PAD] and the other special tokens."""
         ids = [int(i) for i in ids]
+        unknown = sorted({i for i in ids if not 0 <= i < self.vocab_size})
+        if unknown:
+            raise TokenizerError(f"ids {unknown[:5]} are not in this vocabulary (0.."
+                                 f"{self.vocab_size - 1}); were they made with another "
+                                 "tokenizer?")
         if skip_special:
             ids = [i for i in ids if i not in self.special_ids]
         return self._full.decode(ids, skip_special_tokens=False)

@@ -128,6 +128,20 @@ class BertConfig:
                               f"num_attention_heads {self.num_attention_heads}")
         if self.hidden_act not in ACTIVATIONS:
             raise ConfigError(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 <= value < 1):
+                raise ConfigError(f"{name} must lie in [0, 1), the share of values dropped "
+                                  f"in training, not {value!r}")
+        eps = self.layer_norm_eps
+        if not (isinstance(eps, (int, float)) and 0 < eps < 1):
+            raise ConfigError(f"layer_norm_eps must be a small positive number (BERT's is "
+                              f"1e-12), not {eps!r}: it keeps LayerNorm from dividing by zero")
+        names = list(self.id2label.values())
+        if len(set(names)) < len(names):
+            twice = sorted({name for name in names if names.count(name) > 1})
+            raise ConfigError(f"id2label names two labels alike ({', '.join(twice)}); give "
+                              "each label its own name, or predictions cannot be told apart")
 
     def with_overrides(self, **overrides) -> "BertConfig":
         """A copy with some fields changed, re-validated. An unknown name is refused with

@@ -22,6 +22,12 @@ Raw errors, now with advice
 Wrong behaviour, fixed
   test_decode_skips_special_tokens
   test_divergence_advice_fits_the_run
+  test_a_config_that_would_compute_nonsense_is_refused     (layer_norm_eps, dropout, id2label)
+  test_decode_refuses_ids_outside_the_vocabulary           (was: dropped or a raw error)
+  test_a_recipe_that_cannot_train_is_refused               (batch_size 0, NaN or negative rate)
+  test_labels_that_cannot_name_classes_are_refused         (lengths, one class, 1 and "1",
+                                                            True and 1, unhashable, unseen dev)
+  test_one_string_is_one_text_and_a_generator_is_read_once
 Already clear, kept that way
   test_the_clear_messages_stay                             (long input, ids outside the vocab,
                                                             mask shapes, checkpoint shapes,
@@ -54,12 +60,15 @@ from bertlib import (
     CheckpointError,
     ConfigError,
     DataUnavailable,
+    FineTuningRecipe,
     InputError,
     PretrainingCollator,
     TokenizerError,
     Trainer,
     TrainingConfig,
     TrainingDiverged,
+    classify,
+    fine_tune_classifier,
 )
 from bertlib.sentence_pairs import SentencePair
 
@@ -264,6 +273,70 @@ def test_resume_without_a_checkpoint_is_one_line_before_any_work(tmp_path):
 
 
 # --- wrong behaviour, fixed --------------------------------------------------------------
+
+@pytest.mark.parametrize("change, field", [
+    (dict(layer_norm_eps=-1), "layer_norm_eps"), (dict(layer_norm_eps=0), "layer_norm_eps"),
+    (dict(hidden_dropout_prob=1.5), "hidden_dropout_prob"),
+    (dict(attention_probs_dropout_prob=float("nan")), "attention_probs_dropout_prob"),
+    (dict(id2label={0: "spam", 1: "spam"}), "id2label names two labels alike"),
+])
+def test_a_config_that_would_compute_nonsense_is_refused(change, field):
+    with pytest.raises(ConfigError, match=field):
+        BertConfig(**{**TINY, **change})
+
+
+@pytest.mark.parametrize("ids", [[101, -1, 102], [101, 30522]])
+def test_decode_refuses_ids_outside_the_vocabulary(tokenizer, ids):
+    with pytest.raises(TokenizerError, match=r"not in this vocabulary \(0\.\.30521\)"):
+        tokenizer.decode(ids)
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(batch_size=0), "batch_size"), (dict(learning_rate=float("nan")), "learning_rate"),
+    (dict(learning_rate=-1e-4), "learning_rate"), (dict(epochs=0), "epochs"),
+    (dict(warmup_share=1.0), "warmup_share"),
+])
+def test_a_recipe_that_cannot_train_is_refused(change, field):
+    with pytest.raises(ConfigError, match=field):
+        FineTuningRecipe(**change)
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(tmp_path_factory):
+    """A 2-layer BERT with MiniLM's vocabulary: fine-tunes in a second."""
+    folder = tmp_path_factory.mktemp("small")
+    torch.manual_seed(0)
+    BertModel(BertConfig(**{**TINY, "vocab_size": 30522, "max_position_embeddings": 32})
+              ).save_pretrained(folder)
+    return folder
+
+
+QUICK = FineTuningRecipe(learning_rate=1e-3, epochs=1, batch_size=2, precision="fp32")
+
+
+@pytest.mark.parametrize("texts, labels, dev, message", [
+    (["good", "bad", "fine"], ["pos", "neg"], None, "differ in number \\(3 and 2\\)"),
+    (["good", "bad"], ["pos", "pos"], None, "at least two labels"),
+    (["good", "bad"], [1, "1"], None, "'1' \\(str\\), 1 \\(int\\) would become one class"),
+    (["good", "bad", "ok"], [True, 1, 0], None, "would become one class"),
+    (["good", "bad"], [["pos"], ["neg"]], None, "must be names"),
+    (["good", "bad"], ["pos", "neg"], (["fine"], ["meh"]), "dev labels \\['meh'\\] never occur"),
+    (["good", "bad"], ["pos", "neg"], (["fine", "ok"], ["pos"]), "dev texts and dev labels"),
+])
+def test_labels_that_cannot_name_classes_are_refused(small_checkpoint, tokenizer, texts, labels,
+                                                     dev, message):
+    with pytest.raises(InputError, match=message):
+        fine_tune_classifier(small_checkpoint, tokenizer, texts, labels, QUICK, max_length=16,
+                             dev=dev, device=torch.device("cpu"))
+
+
+def test_one_string_is_one_text_and_a_generator_is_read_once(small_checkpoint, tokenizer):
+    labels = (label for label in ["pos", "neg", "pos", "neg"])
+    model = fine_tune_classifier(small_checkpoint, tokenizer, ["good", "bad", "fine", "awful"],
+                                 labels, QUICK, max_length=16, device=torch.device("cpu"))
+    assert model.config.id2label == {0: "neg", 1: "pos"}
+    (guess,) = classify(model, tokenizer.with_max_length(16), "great")
+    assert guess in {"neg", "pos"}
 
 def test_decode_skips_special_tokens(tokenizer):
     ids = tokenizer.encode("The bank", "the river").ids

@@ -28,8 +28,8 @@ import nbformat
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.chapters import ROOT, chapter_sources
 from tools.build.sync import chapter_title
+from tools.chapters import ROOT, chapter_sources
 
 CDN = "https://cdnjs.cloudflare.com/ajax/libs/"
 LOCAL_COPIES = {  # CDN path (as bertviz writes it) -> file in node_modules

@@ -16,7 +16,7 @@ from tools.chapters import ROOT, tomllib
 
 HEADER = """\
 # conda env create -f environment.yml && conda activate bert-end-to-end
-# Generated from the pyproject.toml files by `python tools/build/environment.py`; a test checks them.
+# Generated from the pyproject.toml files by `python tools/build/environment.py`; tested.
 # The extra index lets pip find a CPU build of torch; on a CUDA machine remove that line.
 """
 

@@ -3,8 +3,8 @@
 The slug lives in one place, `[tool.bertbook]` in pyproject.toml. From it this script
 writes each chapter's Colab set-up cell and the README's chapter table with its
 "Open in Colab" badges. It gives the exercise cells nbgrader's metadata (derived from
-their layout, tools/grading/exercises.py), then pairs every chapter's .py with its .ipynb (jupytext --sync,
-which keeps the notebook's outputs).
+their layout, tools/grading/exercises.py), then pairs every chapter's .py with its .ipynb
+(jupytext --sync, which keeps the notebook's outputs).
 
     python tools/build/sync.py            # rewrite what is out of date
     python tools/build/sync.py --check    # list it and exit 1, write nothing

@@ -1,6 +1,6 @@
-"""A tiny masked-LM pretraining under torchrun, for tests/bertlib/test_distributed.py: its masks come
-from each rank's collator and its dropout from each rank's RNG, so resuming it exactly needs
-every rank's own state.
+"""A tiny masked-LM pretraining under torchrun, for tests/bertlib/test_distributed.py: its
+masks come from each rank's collator and its dropout from each rank's RNG, so resuming it
+exactly needs every rank's own state.
 
     python -m torch.distributed.run --nproc_per_node 2 tests/bertlib/helpers/ddp_pretrain.py \\
         --out DIR [--stop-after N] [--resume] [--accumulation N]
