@@ -8,6 +8,10 @@ Module and parameter names follow the original BERT checkpoints (as `transformer
 them), so real weights load without renaming.
 """
 
+import hashlib
+import os
+import secrets
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +23,7 @@ from torch.utils.checkpoint import checkpoint
 from bertlib.attention import BertSelfAttention, key_padding_mask
 from bertlib.checkpoints import load_checkpoint, read_state_dict
 from bertlib.config import BertConfig
-from bertlib.errors import ConfigError, InputError
+from bertlib.errors import CheckpointError, ConfigError, InputError
 
 __all__ = [
     "BertEmbeddings",
@@ -234,6 +238,7 @@ class BertPreTrainedModel(nn.Module):
         """Build this class from a checkpoint folder and load its weights (load_checkpoint says
         what may start fresh). Keywords change fields of the folder's config."""
         state = read_state_dict(folder)  # first: it says what is wrong with the folder itself
+        _check_saved_together(Path(folder))
         model = cls(BertConfig.from_json(folder).with_overrides(**config_overrides))
         load_checkpoint(model, state)
         return model.eval()
@@ -242,15 +247,29 @@ class BertPreTrainedModel(nn.Module):
         """Write config.json and model.safetensors, loadable by from_pretrained or transformers.
 
         Weights tied to another parameter (the class's `tied_weights`) are written only once.
+        Both files are written in a staging folder and then moved into place, so a crash
+        leaves the last save whole; the weights record a digest of their config.json, so a
+        folder where two saves crossed (one's config, the other's weights) is refused when
+        loaded instead of loading wrong.
         """
         from safetensors.torch import save_file
 
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.config.to_json(folder, architecture=type(self).__name__)
-        tensors = {name: t.detach().contiguous().cpu() for name, t in self.state_dict().items()
-                   if name not in self.tied_weights}
-        save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+        folder = _writable_folder(Path(folder))
+        staging = folder / f".saving-{os.getpid()}-{secrets.token_hex(4)}"
+        staging.mkdir()
+        try:
+            config = self.config.to_json(staging / "config.json", architecture=type(self).__name__)
+            tensors = {name: t.detach().contiguous().cpu() for name, t in self.state_dict().items()
+                       if name not in self.tied_weights}
+            save_file(tensors, staging / "model.safetensors",
+                      metadata={"format": "pt", "config_sha256": _digest(config)})
+            for name in ("model.safetensors", "config.json"):
+                os.replace(staging / name, folder / name)
+        except OSError as error:
+            raise CheckpointError(f"could not save into {folder} ({error.strerror}); is the disk "
+                                  "full?") from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         return folder
 
 
@@ -281,7 +300,7 @@ class BertModel(BertPreTrainedModel):
                              f"{config.max_position_embeddings} positions. Truncate it "
                              "(BertTokenizer(max_length=...)) or split the text")
         if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
-            self._check_values(input_ids, token_type_ids)
+            self._check_values(input_ids, token_type_ids, position_ids)
         if attention_mask is not None and attention_mask.shape not in (
                 input_ids.shape, (*input_ids.shape, input_ids.shape[1])):
             raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}; it must "
@@ -292,8 +311,15 @@ class BertModel(BertPreTrainedModel):
                 raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
                                  f"{tuple(input_ids.shape)}; they must match")
 
-    def _check_values(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None) -> None:
+    def _check_values(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+                      position_ids: torch.Tensor | None) -> None:
         vocab, types = self.config.vocab_size, self.config.type_vocab_size
+        positions = self.config.max_position_embeddings
+        if position_ids is not None and (position_ids.min() < 0
+                                         or position_ids.max() >= positions):
+            raise InputError(f"position_ids must lie in 0..{positions - 1} (this model's "
+                             f"positions); got {int(position_ids.min())}.."
+                             f"{int(position_ids.max())}")
         if input_ids.min() < 0 or input_ids.max() >= vocab:
             raise InputError(f"token ids must lie in 0..{vocab - 1} (the vocab size); got "
                              f"{int(input_ids.min())}..{int(input_ids.max())}. Was the text "
@@ -332,3 +358,54 @@ class BertModel(BertPreTrainedModel):
         hidden, attentions = self.encoder(hidden, mask, output_attentions)
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return BertModelOutput(hidden, pooled, attentions)
+
+
+# From chapters/04_encoder.py, cell 30.
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _writable_folder(folder: Path) -> Path:
+    """The folder, created if need be, cleared of staging folders that dead saves left;
+    a file in the way or a place that cannot be written is a CheckpointError."""
+    if folder.exists() and not folder.is_dir():
+        raise CheckpointError(f"{folder} is a file; save_pretrained writes a folder there: "
+                              "give the path of a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CheckpointError(f"cannot make the folder {folder} ({error.strerror}); choose "
+                              "a place you can write to") from None
+    if not os.access(folder, os.W_OK):
+        raise CheckpointError(f"cannot write in {folder}; choose a folder you can write to")
+    for left in folder.glob(".saving-*"):
+        if not _process_alive(int(left.name.split("-")[1])):
+            shutil.rmtree(left, ignore_errors=True)
+    return folder
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def _check_saved_together(folder: Path) -> None:
+    """Weights saved by save_pretrained name the config.json they were saved with."""
+    from safetensors import safe_open
+
+    weights = folder / "model.safetensors"
+    if not weights.is_file() or not (folder / "config.json").is_file():
+        return
+    with safe_open(weights, "pt") as handle:
+        wanted = (handle.metadata() or {}).get("config_sha256")
+    if wanted and wanted != _digest(folder / "config.json"):
+        raise CheckpointError(f"{folder}: config.json and model.safetensors come from two "
+                              "different saves (two processes saving into one folder?); save "
+                              "the model again")

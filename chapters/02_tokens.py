@@ -106,6 +106,7 @@ the exact ids of the original BERT vocabulary.
 """
 
 import json
+import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -401,15 +402,22 @@ class BertTokenizer:
         """Write vocab.txt, tokenizer.json and tokenizer_config.json (lower-casing, maximum
         length), so that from_pretrained and transformers' AutoTokenizer both read it."""
         folder = Path(folder)
+        if folder.exists() and not folder.is_dir():
+            raise TokenizerError(f"{folder} is a file; save_pretrained writes a folder there")
         folder.mkdir(parents=True, exist_ok=True)
         ordered = sorted(self.vocab, key=self.vocab.__getitem__)
-        (folder / "vocab.txt").write_text("\n".join(ordered) + "\n", encoding="utf-8")
-        self._full.save(str(folder / "tokenizer.json"))
         settings = {"tokenizer_class": "BertTokenizer", "do_lower_case": self.lowercase,
                     "model_max_length": self.max_length, "unk_token": "[UNK]",
                     "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
                     "mask_token": "[MASK]"}
-        (folder / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n")
+        staging = folder / f".tokenizer-{os.getpid()}.tmp"  # each file whole, or not at all
+        staging.mkdir(exist_ok=True)
+        (staging / "vocab.txt").write_text("\n".join(ordered) + "\n", encoding="utf-8")
+        self._full.save(str(staging / "tokenizer.json"))
+        (staging / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n")
+        for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json"):
+            os.replace(staging / name, folder / name)
+        staging.rmdir()
         return folder
 
     def with_max_length(self, max_length: int) -> "BertTokenizer":

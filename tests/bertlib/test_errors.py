@@ -10,6 +10,7 @@ Silent loss or corruption
   test_a_full_disk_says_so_and_leaves_no_temporary_file
   test_a_write_killed_mid_way_keeps_the_last_checkpoint    (kill -9; orphans cleared on start)
   test_a_pair_that_cannot_fit_is_refused                   (max_length=3)
+  test_crossed_saves_are_refused_and_dead_staging_is_cleared
 Raw errors, now with advice
   test_an_empty_batch_is_explained                         ((0, 5) and (2, 0))
   test_integer_types_name_the_accepted_ones                (int16, uint8; float ids too)
@@ -19,6 +20,8 @@ Raw errors, now with advice
   test_a_damaged_pickle_never_suggests_unsafe_loading
   test_the_tokenizer_refuses_none_surrogates_and_bad_vocab_files
   test_resume_without_a_checkpoint_is_one_line_before_any_work
+  test_a_save_onto_a_file_or_an_unwritable_place_says_so
+  test_position_ids_past_the_table_are_named
 Wrong behaviour, fixed
   test_decode_skips_special_tokens
   test_divergence_advice_fits_the_run
@@ -394,3 +397,37 @@ def test_out_on_an_existing_run_is_refused(tmp_path, capsys):
 def test_a_missing_data_package_names_its_install_command():
     with pytest.raises(DataUnavailable, match="pip install no-such-package==1.0"):
         package_file("no_such_package", "data.txt", "pip install no-such-package==1.0")
+
+
+def test_a_save_onto_a_file_or_an_unwritable_place_says_so(tmp_path):
+    model = BertModel(BertConfig(**TINY))
+    (tmp_path / "taken").write_text("not a folder")
+    with pytest.raises(CheckpointError, match="is a file; save_pretrained writes a folder"):
+        model.save_pretrained(tmp_path / "taken")
+    with pytest.raises(CheckpointError, match="cannot make the folder"):
+        model.save_pretrained(tmp_path / "taken" / "inside")
+
+
+def test_crossed_saves_are_refused_and_dead_staging_is_cleared(tmp_path):
+    """Two saves into one folder at once can leave one's config beside the other's
+    weights: that folder is refused, not loaded wrong. A staging folder whose process is
+    gone (a save killed mid-way) is removed by the next save."""
+    torch.manual_seed(0)
+    BertModel(BertConfig(**TINY)).save_pretrained(tmp_path / "a")
+    BertModel(BertConfig(**{**TINY, "layer_norm_eps": 1e-6})).save_pretrained(tmp_path / "b")
+    (tmp_path / "b" / "config.json").replace(tmp_path / "a" / "config.json")
+    with pytest.raises(CheckpointError, match="come from two different saves"):
+        BertModel.from_pretrained(tmp_path / "a")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    (tmp_path / "a" / f".saving-{dead}-0000").mkdir()
+    BertModel(BertConfig(**TINY)).save_pretrained(tmp_path / "a")
+    assert {p.name for p in (tmp_path / "a").iterdir()} == {"config.json", "model.safetensors"}
+    BertModel.from_pretrained(tmp_path / "a")
+
+
+def test_position_ids_past_the_table_are_named():
+    model = BertModel(BertConfig(**TINY)).eval()
+    ids = torch.randint(5, 100, (1, 4))
+    with pytest.raises(InputError, match=r"position_ids must lie in 0\.\.15"):
+        model(ids, position_ids=torch.tensor([[0, 1, 2, 16]]))
