@@ -245,7 +245,7 @@ def link_questions(paragraph: LinkedParagraph) -> list[SpanQuestion]:
             for target in targets]
 
 
-# From chapters/07_fine_tuning.py, cell 44.
+# From chapters/07_fine_tuning.py, cell 43.
 GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
 CONLL2003_HUB = ("eriktks/conll2003", "refs/convert/parquet")  # the script's parquet export

@@ -211,7 +211,7 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
     return features
 
 
-# From chapters/07_fine_tuning.py, cell 34.
+# From chapters/07_fine_tuning.py, cell 33.
 @dataclass
 class FineTuningRecipe:
     """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,

@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-# From chapters/07_fine_tuning.py, cell 36.
+# From chapters/07_fine_tuning.py, cell 35.
 def best_span(start_scores: torch.Tensor, end_scores: torch.Tensor, allowed: torch.Tensor,
               max_answer_length: int = 30) -> tuple[int, int]:
     """The (start, end) with the highest start + end score such that start <= end <

@@ -169,7 +169,11 @@ class BertTokenizer:
         if not path.is_file():
             raise TokenizerError(f"no vocab.txt at {path}")
         settings_file = path.parent / "tokenizer_config.json"
-        settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
+        try:
+            settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise TokenizerError(f"{settings_file} is not JSON; delete it (the defaults are "
+                                 "BERT's) or save the tokenizer again") from None
         saved_length = settings.get("model_max_length", 512)
         length = max_length or (saved_length if saved_length <= 1_000_000 else 512)
         try:

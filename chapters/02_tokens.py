@@ -256,7 +256,8 @@ print(teaching_tokenize("The unaffable bankers of Düsseldorf!", bert_vocab))
 #
 # Padding is written once, here, for the whole library: the tokenizer, the pretraining
 # and fine-tuning collators of later chapters and chapter 10's packing all make their
-# batches with `pad_batch`, so every batch has the same keys and the same conventions.
+# batches with `pad_batch`, so every batch has the same keys and the same conventions;
+# `PaddingCollator` is the same routine as a collator, for a DataLoader or the trainer.
 
 # %%
 #| export bertlib/batch.py
@@ -301,6 +302,21 @@ def pad_batch(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
             [list(row["masked_positions"]) + [0] * (width - len(row["masked_positions"]))
              for row in rows])
     return batch
+
+
+class PaddingCollator:
+    """Pad features (dicts of id lists) into a batch with pad_batch, for a DataLoader or
+    the Trainer. Keys other than the model's inputs and labels stay out of it."""
+
+    def __init__(self, pad_id: int):
+        self.pad_id = pad_id
+
+    def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
+        return pad_batch(features, self.pad_id)
+
+    def reseed(self, key: str) -> None:
+        """Nothing to do: padding draws nothing at random (the Trainer reseeds every
+        collator before each batch, and the masking one needs it)."""
 
 
 # %%
@@ -386,7 +402,11 @@ class BertTokenizer:
         if not path.is_file():
             raise TokenizerError(f"no vocab.txt at {path}")
         settings_file = path.parent / "tokenizer_config.json"
-        settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
+        try:
+            settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise TokenizerError(f"{settings_file} is not JSON; delete it (the defaults are "
+                                 "BERT's) or save the tokenizer again") from None
         saved_length = settings.get("model_max_length", 512)
         length = max_length or (saved_length if saved_length <= 1_000_000 else 512)
         try:
@@ -632,7 +652,8 @@ print(book_tokenizer.tokenize("The unaffable bankers of Düsseldorf!"))
 #   attention masks, clear errors; `from_pretrained` / `save_pretrained` with `vocab.txt`,
 #   `tokenizer.json` and `tokenizer_config.json`), and `train_wordpiece` to learn a
 #   vocabulary from text.
-# * `bertlib.batch`: `pad_batch`, the library's one padding routine, and `IGNORE_INDEX`.
+# * `bertlib.batch`: `pad_batch`, the library's one padding routine, `PaddingCollator`, and
+#   `IGNORE_INDEX`.
 # * In the book's package, `bertbook.datasets.minilm_dir()`: the real BERT checkpoint that an
 #   installed package ships.
 # * Measured: our ids equal `transformers`' on every paragraph of the corpus with the real

@@ -752,29 +752,9 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
 
 
 # %% [markdown]
-# The collator pads a list of features into a batch with chapter 02's `pad_batch`, the one
-# padding routine of the library; it lives in `bertlib.batch` beside it, because every
-# kind of batch (a task's, a masked-LM's of chapter 10) is padded this way.
-
-# %%
-#| export bertlib/batch.py
-from bertlib.batch import pad_batch
-
-
-class PaddingCollator:
-    """Pad features (dicts of id lists) into a batch with pad_batch. Keys other than the
-    model's inputs and labels (answers, question) stay out of it."""
-
-    def __init__(self, pad_id: int):
-        self.pad_id = pad_id
-
-    def __call__(self, features: list[dict]) -> dict[str, torch.Tensor]:
-        return pad_batch(features, self.pad_id)
-
-    def reseed(self, key: str) -> None:
-        """Nothing to do: padding draws nothing at random (the Trainer reseeds every
-        collator before each batch, and the masking one needs it)."""
-
+# Batches are made by chapter 02's `PaddingCollator`, which pads a list of features with
+# `pad_batch`, the one padding routine of the library: every kind of batch (a task's, a
+# masked-LM's of chapter 10) is padded this way.
 
 # %% [markdown]
 # A look at both token tasks on one paragraph: the tags on the first pieces, and the
@@ -1346,7 +1326,7 @@ else:
 #   `transformers` format with their label names; the features for each
 #   (`classification_features`, `tagging_features`, `span_qa_features`); `FineTuningRecipe`,
 #   `fine_tune` on chapter 06's trainer, `predict`, and for texts in and labels out,
-#   `fine_tune_classifier` and `classify`. `bertlib.batch.PaddingCollator` pads any batch.
+#   `fine_tune_classifier` and `classify`. Chapter 02's `PaddingCollator` pads every batch.
 # * `bertlib.metrics`: `best_span`, accuracy, F1, mention F1, exact match.
 # * In the book's package, `bertbook.datasets`: `rotten_tomatoes`, `bbc_news`,
 #   `news_topics`, `headline_pairs`, `wikipedia_links` (the links Wikipedia's editors made,

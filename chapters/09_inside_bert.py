@@ -111,10 +111,17 @@ print(budget_report(GPU_WORK, DEVICE))
 # checkpoint is downloaded, and write a clean folder that every loader in the book reads.
 
 # %%
-#| export bertlib/checkpoints.py
+#| export bertlib/hub.py
 #| internal LEGACY_SUFFIXES HUB_FILES modern_names
-import shutil
+"""Google's BERT checkpoints from the Hugging Face hub, downloaded once and converted to
+the names every loader reads."""
 
+import shutil
+from pathlib import Path
+
+import torch
+
+from bertlib.checkpoints import read_state_dict
 from bertlib.errors import DataUnavailable
 
 LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
@@ -176,7 +183,7 @@ def hub_checkpoint(name: str, cache: str | Path) -> Path:
 # %%
 from safetensors.torch import save_file
 
-from bertlib.checkpoints import convert_checkpoint, hub_checkpoint
+from bertlib.hub import convert_checkpoint, hub_checkpoint
 
 with tempfile.TemporaryDirectory() as scratch:
     legacy, converted = Path(scratch) / "legacy", Path(scratch) / "converted"
@@ -646,7 +653,7 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #
 # ## What we built
 #
-# * `bertlib.checkpoints`: `hub_checkpoint` (Google's BERTs from the hub, on Colab),
+# * `bertlib.hub`: `hub_checkpoint` (Google's BERTs from the hub, on Colab),
 #   `convert_checkpoint` and `modern_names` for the TensorFlow-era parameter names.
 # * `bertlib.probing`: `layer_states` (forward hooks), `word_vectors`,
 #   `nearest_centroid_accuracy`, `attention_statistics`, `labelled_token_vectors` and

@@ -22,6 +22,7 @@ Raw errors, now with advice
   test_resume_without_a_checkpoint_is_one_line_before_any_work
   test_a_save_onto_a_file_or_an_unwritable_place_says_so
   test_position_ids_past_the_table_are_named
+  test_a_damaged_tokenizer_config_is_named
 Wrong behaviour, fixed
   test_decode_skips_special_tokens
   test_divergence_advice_fits_the_run
@@ -431,3 +432,10 @@ def test_position_ids_past_the_table_are_named():
     ids = torch.randint(5, 100, (1, 4))
     with pytest.raises(InputError, match=r"position_ids must lie in 0\.\.15"):
         model(ids, position_ids=torch.tensor([[0, 1, 2, 16]]))
+
+
+def test_a_damaged_tokenizer_config_is_named(tmp_path, tokenizer):
+    tokenizer.save_pretrained(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text('{"do_lower_case": tr')
+    with pytest.raises(TokenizerError, match="tokenizer_config.json is not JSON"):
+        BertTokenizer.from_pretrained(tmp_path)

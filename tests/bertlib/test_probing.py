@@ -10,8 +10,9 @@ import torch
 from safetensors.torch import save_file
 
 from bertbook.datasets import bank_senses, minilm_dir
-from bertlib.checkpoints import convert_checkpoint, hub_checkpoint, modern_names, read_state_dict
+from bertlib.checkpoints import read_state_dict
 from bertlib.errors import DataUnavailable
+from bertlib.hub import convert_checkpoint, hub_checkpoint, modern_names
 from bertlib.model import BertModel
 from bertlib.probing import (
     attention_statistics,
