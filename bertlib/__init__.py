@@ -31,12 +31,12 @@ from bertlib.finetuning import (
     fine_tune_classifier,
     predict,
 )
+from bertlib.left_to_right import BertLMHeadModel
 from bertlib.masking import MaskingRecipe, PretrainingCollator
 from bertlib.model import BertModel, BertPreTrainedModel
 from bertlib.pretraining import (
     BertForMaskedLM,
     BertForPreTraining,
-    BertLMHeadModel,
     PretrainingResult,
     PretrainingRun,
     pretrain,

@@ -788,7 +788,7 @@ def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
 
 # %%
 #| export bertlib/model.py
-import hashlib
+import contextlib
 import os
 import secrets
 import shutil
@@ -796,13 +796,19 @@ import shutil
 from bertlib.checkpoints import load_checkpoint, read_state_dict
 from bertlib.errors import CheckpointError
 
+try:
+    import fcntl  # POSIX: Linux, macOS, Colab
+except ImportError:  # Windows: saves are still atomic file by file, but not locked
+    fcntl = None
+
 
 def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
     """Build this class from a checkpoint folder and load its weights (load_checkpoint says
     what may start fresh). Keywords change fields of the folder's config."""
-    state = read_state_dict(folder)  # first: it says what is wrong with the folder itself
-    _check_saved_together(Path(folder))
-    model = cls(BertConfig.from_json(folder).with_overrides(**config_overrides))
+    with _folder_lock(Path(folder), exclusive=False):  # never half of a save in progress
+        state = read_state_dict(folder)  # first: it says what is wrong with the folder
+        config = BertConfig.from_json(folder)
+    model = cls(config.with_overrides(**config_overrides))
     load_checkpoint(model, state)
     return model.eval()
 
@@ -811,34 +817,46 @@ def save_pretrained(self, folder: str | Path) -> Path:
     """Write config.json and model.safetensors, loadable by from_pretrained or transformers.
 
     Weights tied to another parameter (the class's `tied_weights`) are written only once.
-    Both files are written in a staging folder and then moved into place, so a crash
-    leaves the last save whole; the weights record a digest of their config.json, so a
-    folder where two saves crossed (one's config, the other's weights) is refused when
-    loaded instead of loading wrong.
+    Both files are written in a staging folder and moved into place while the folder is
+    locked: a crash leaves the last save whole, and two processes saving into one folder
+    take turns instead of leaving one's config beside the other's weights.
     """
     from safetensors.torch import save_file
 
     folder = _writable_folder(Path(folder))
     staging = folder / f".saving-{os.getpid()}-{secrets.token_hex(4)}"
-    staging.mkdir()
-    try:
-        config = self.config.to_json(staging / "config.json", architecture=type(self).__name__)
-        tensors = {name: t.detach().contiguous().cpu() for name, t in self.state_dict().items()
-                   if name not in self.tied_weights}
-        save_file(tensors, staging / "model.safetensors",
-                  metadata={"format": "pt", "config_sha256": _digest(config)})
-        for name in ("model.safetensors", "config.json"):
-            os.replace(staging / name, folder / name)
-    except OSError as error:
-        raise CheckpointError(f"could not save into {folder} ({error.strerror}); is the disk "
-                              "full?") from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with _folder_lock(folder, exclusive=True):
+        staging.mkdir()
+        try:
+            self.config.to_json(staging / "config.json", architecture=type(self).__name__)
+            tied = self.tied_weights
+            tensors = {name: t.detach().contiguous().cpu()
+                       for name, t in self.state_dict().items() if name not in tied}
+            save_file(tensors, staging / "model.safetensors", metadata={"format": "pt"})
+            for name in ("model.safetensors", "config.json"):
+                os.replace(staging / name, folder / name)
+        except OSError as error:
+            raise CheckpointError(f"could not save into {folder} ({error.strerror}); is the "
+                                  "disk full?") from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return folder
 
 
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+@contextlib.contextmanager
+def _folder_lock(folder: Path, exclusive: bool):
+    """Hold the folder's .lock: one writer at a time, and readers wait for a writer. A
+    folder without one (a download, a read-only place) is read without a lock."""
+    lock = folder / ".lock"
+    if fcntl is None or not (exclusive or lock.is_file()):
+        yield
+        return
+    with open(lock, "a" if exclusive else "r") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _writable_folder(folder: Path) -> Path:
@@ -868,21 +886,6 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:  # alive, another user's
         return True
     return True
-
-
-def _check_saved_together(folder: Path) -> None:
-    """Weights saved by save_pretrained name the config.json they were saved with."""
-    from safetensors import safe_open
-
-    weights = folder / "model.safetensors"
-    if not weights.is_file() or not (folder / "config.json").is_file():
-        return
-    with safe_open(weights, "pt") as handle:
-        wanted = (handle.metadata() or {}).get("config_sha256")
-    if wanted and wanted != _digest(folder / "config.json"):
-        raise CheckpointError(f"{folder}: config.json and model.safetensors come from two "
-                              "different saves (two processes saving into one folder?); save "
-                              "the model again")
 
 
 BertPreTrainedModel.from_pretrained = classmethod(from_pretrained)

@@ -334,7 +334,9 @@ import contextlib
 import math
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -480,6 +482,12 @@ class TrainingConfig:
             raise ConfigError("loader_workers must be 0 (build batches in this process) or more")
         if self.warmup_steps >= self.steps:
             raise ConfigError("warmup_steps must be smaller than steps")
+        if not 0 < self.learning_rate < math.inf:  # NaN fails this too
+            raise ConfigError(f"learning_rate must be a positive number (BERT's is 1e-4), "
+                              f"not {self.learning_rate!r}")
+        for name in ("eval_every", "checkpoint_every", "warmup_steps"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be 0 (never) or more, not {getattr(self, name)}")
 
 
 @dataclass
@@ -669,8 +677,13 @@ class Trainer:
                                   "start without resume first")
         # Everything onto the CPU first: the RNG states must stay CPU tensors (set_rng_state
         # refuses others), and load_state_dict moves the rest to where the model lives.
-        payload = torch.load(self.checkpoint_path, map_location="cpu",
-                             weights_only=False)  # our own file: it holds Python RNG states
+        try:
+            payload = torch.load(self.checkpoint_path, map_location="cpu",
+                                 weights_only=False)  # our own file: it holds Python RNG states
+        except Exception as error:  # zip, pickle and EOF errors alike: the file is damaged
+            raise CheckpointError(f"{self.checkpoint_path} cannot be read ({type(error).__name__}"
+                                  "); it is truncated or damaged, so the run cannot resume "
+                                  "from it: start again in another folder") from None
         if payload["config"]["steps"] != self.config.steps:
             raise CheckpointError(f"the checkpoint was made for {payload['config']['steps']} "
                                   f"steps, this run asks for {self.config.steps}; the "
@@ -753,33 +766,81 @@ def train(self, resume: bool = False) -> TrainingState:
     bar = tqdm(total=config.steps, initial=self.state.step, disable=not config.progress,
                desc="training", mininterval=10, file=sys.stdout)
     started, tokens_seen, unread, records = time.perf_counter(), 0, [], []
-    while self.state.step < config.steps:
-        values = self._train_step(loader)
-        step = self.state.step
-        unread.append((step, self.scheduler.get_last_lr()[0], values))
-        self.state.epoch, self.state.batch_in_epoch = batches.place(step * config.accumulation)
-        evaluate = config.eval_every and step % config.eval_every == 0 and self.evaluate_fn
-        save = config.checkpoint_every and step % config.checkpoint_every == 0
-        if evaluate or save or self.callbacks or step % config.log_every == 0 \
-                or step == config.steps:
-            records = self._read_back(unread)
-            self.state.history += records
-            tokens_seen += sum(record["tokens"] for record in records)
-            rate = tokens_seen / (time.perf_counter() - started)
-            bar.set_postfix(loss=f"{records[-1]['loss']:.3f}", tok_s=f"{rate:,.0f}",
-                            refresh=False)
-        if evaluate:
-            self.state.evaluations.append({"step": step, **self.evaluate_fn(self.model)})
-        if save:
-            self.save_checkpoint()
-        for callback in self.callbacks:
-            callback(records[-1])
-        bar.update(1)
+    with _SignalStop() as stop:
+        while self.state.step < config.steps:
+            if stop.received:
+                bar.close()
+                self._stop_for(stop, unread)
+            values = self._train_step(loader)
+            step = self.state.step
+            unread.append((step, self.scheduler.get_last_lr()[0], values))
+            place = batches.place(step * config.accumulation)
+            self.state.epoch, self.state.batch_in_epoch = place
+            evaluate = config.eval_every and step % config.eval_every == 0 and self.evaluate_fn
+            save = config.checkpoint_every and step % config.checkpoint_every == 0
+            if evaluate or save or self.callbacks or step % config.log_every == 0 \
+                    or step == config.steps:
+                records = self._read_back(unread)
+                self.state.history += records
+                tokens_seen += sum(record["tokens"] for record in records)
+                rate = tokens_seen / (time.perf_counter() - started)
+                bar.set_postfix(loss=f"{records[-1]['loss']:.3f}", tok_s=f"{rate:,.0f}",
+                                refresh=False)
+            if evaluate:
+                scores = self.evaluate_fn(self.model)
+                self.state.evaluations.append({"step": step, **scores})
+            if save:
+                self.save_checkpoint()
+            for callback in self.callbacks:
+                callback(records[-1])
+            bar.update(1)
     bar.close()
     return self.state
 
 
+class _SignalStop:
+    """Ctrl-C (SIGINT) or SIGTERM while training: the first asks the loop to stop before
+    its next step, with a checkpoint; a second stops at once. Signals reach Python's main
+    thread only, so elsewhere nothing is changed."""
+
+    def __init__(self):
+        self.received: str | None = None
+        self.previous: dict = {}
+
+    def __enter__(self) -> "_SignalStop":
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {sig: signal.signal(sig, self._handle)
+                             for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def _handle(self, number: int, frame) -> None:
+        if self.received:
+            raise KeyboardInterrupt(f"a second {self.received}: stopped at once")
+        self.received = signal.Signals(number).name
+        print(f"\n{self.received}: stopping after this step, with a checkpoint "
+              "(again to stop at once)", file=sys.stderr)
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def _stop_for(self, stop: "_SignalStop", unread: list) -> None:
+    """A signal asked to stop: save where the run stands, say how to go on, and stop."""
+    stop.__exit__()
+    if unread:
+        self.state.history += self._read_back(unread)
+    if self.output_dir is None:
+        raise KeyboardInterrupt(f"{stop.received} at step {self.state.step}: stopped; this "
+                                "trainer has no output_dir, so nothing was saved")
+    path = self.save_checkpoint()
+    print(f"{stop.received} at step {self.state.step}: saved {path}; train again with "
+          "resume=True (or the command with --resume) to go on", file=sys.stderr)
+    raise KeyboardInterrupt(f"stopped at step {self.state.step}; {path} holds the run")
+
+
 Trainer._train_step, Trainer._read_back, Trainer.train = _train_step, _read_back, train
+Trainer._stop_for = _stop_for
 
 # %% [markdown]
 # ## Evaluation and the baselines to beat
@@ -949,6 +1010,12 @@ def _text_digest(documents: list[list[str]]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def _vocabulary_digest(tokenizer: BertTokenizer) -> str:
+    """A fingerprint of the pieces and their ids: a resumed run must read the same ones."""
+    pieces = "\n".join(sorted(tokenizer.vocab, key=tokenizer.vocab.__getitem__))
+    return hashlib.sha256(pieces.encode("utf-8")).hexdigest()[:16]
+
+
 def _run_vocabulary(folder: Path, documents: list[list[str]], size: int, resume: bool,
                     given: BertTokenizer | None) -> BertTokenizer:
     """The run's vocabulary, kept in folder/vocabulary: learned (or given) at the start,
@@ -984,14 +1051,16 @@ def _check_run(folder: Path, record: dict, resume: bool) -> None:
     if not resume:
         path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         return
-    if not (folder / "checkpoint.pt").is_file():
-        raise CheckpointError(f"{folder} holds no checkpoint.pt to resume from; start "
-                              "the run without resuming")
     if not path.is_file():
         raise CheckpointError(f"{folder} has no run.json, so its settings cannot be "
                               "checked; start a new run in another folder")
-    changed = _changes(json.loads(path.read_text(encoding="utf-8")),
-                       json.loads(json.dumps(record)))  # the same types as the saved JSON
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path} cannot be read ({type(error).__name__}), so the run's "
+                              "settings cannot be checked; start a new run in another "
+                              "folder") from None
+    changed = _changes(saved, json.loads(json.dumps(record)))  # JSON's types on both sides
     if changed:
         raise ConfigError(f"resuming would continue the run in {folder} with other "
                           f"settings ({'; '.join(changed)}); resume with the run's own "
@@ -1076,10 +1145,14 @@ def pretrain(documents, run: PretrainingRun, out: str | Path, held_out,
         raise ConfigError(f"keep_at {keep_at} must name evaluated steps (multiples of "
                           f"eval_every={training.eval_every}, at most steps={training.steps})")
     documents, held_out = _as_documents(documents), _as_documents(held_out)
+    if resume and not (out / "checkpoint.pt").is_file():
+        raise CheckpointError(f"{out} holds no checkpoint.pt to resume from; start the run "
+                              "without resuming")
     prepare_output_dir(out)
     seed_everything(training.seed)
-    _check_run(out, {"run": run.description(), "text": _text_digest(documents)}, resume)
     tokenizer = _run_vocabulary(out, documents, run.vocab_size, resume, tokenizer)
+    _check_run(out, {"run": run.description(), "text": _text_digest(documents),
+                     "vocabulary": _vocabulary_digest(tokenizer)}, resume)
     examples = _examples(run, tokenizer, documents, training.seed)
     next_sentence = run.objective == "mlm+nsp"
     scoring = PretrainingCollator(tokenizer, MaskingRecipe(
@@ -1349,6 +1422,8 @@ def main(argv: list[str] | None = None) -> int:
     except BertlibError as error:  # a clear message is enough: no traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the trainer has said where the run stands
+        return 130
     print(f"done: {result.state.step} steps; held-out {result.evaluation}; "
           f"baselines {result.baselines}; model saved in {result.folder}")
     return 0

@@ -824,9 +824,9 @@ class FineTuningRecipe:
         if not (isinstance(self.batch_size, int) and self.batch_size >= 1):
             raise ConfigError(f"batch_size must be a whole number of at least 1, not "
                               f"{self.batch_size!r}")
-        if not 0 < self.learning_rate < 1:  # NaN fails this too
-            raise ConfigError(f"learning_rate must be a small positive number (the paper's "
-                              f"are 2e-5 to 5e-5), not {self.learning_rate!r}")
+        if not 0 < self.learning_rate < math.inf:  # NaN fails this too
+            raise ConfigError(f"learning_rate must be a positive number (the paper's are "
+                              f"2e-5 to 5e-5), not {self.learning_rate!r}")
         if not self.epochs > 0:
             raise ConfigError(f"epochs must be positive, not {self.epochs!r}")
         if not 0 <= self.warmup_share < 1:

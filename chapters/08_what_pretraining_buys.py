@@ -60,7 +60,7 @@ from bertbook.sizes import pick_size
 from bertlib.runtime import best_device
 
 TINY = dict(model="bert-tiny", vocab=4000, seq=128, batch=32, learning_rate=2e-3,
-            eval_every=100, precision="fp32", checkpoints=False)
+            eval_every=100, precision="fp32", objective="mlm", checkpoints=False)
 SIZES = {
     "smoke": dict(mlm=dict(TINY, vocab=1000, seq=64, batch=16, steps=20, warmup=2,
                            eval_every=10, mask_rate=0.4, dropout=0.0),
@@ -185,10 +185,15 @@ use_drive(KEEP_ON_DRIVE)
 # from the pieces before it alone.
 
 # %%
-#| export bertlib/pretraining.py
+#| export bertlib/left_to_right.py
+"""A left-to-right language model on BERT's encoder: the paper's "LTR & No NSP" baseline,
+GPT's objective, and one of the objectives of chapter 06's `pretrain`."""
+
+import torch
 import torch.nn.functional as F
 
 from bertlib.batch import IGNORE_INDEX
+from bertlib.config import BertConfig
 from bertlib.pretraining import BertForMaskedLM, PreTrainingOutput
 
 
@@ -224,7 +229,7 @@ class BertLMHeadModel(BertForMaskedLM):
 
 
 # %%
-#| export bertlib/pretraining.py
+#| export bertlib/left_to_right.py
 from bertlib.pretraining import MODEL_FOR_OBJECTIVE
 
 MODEL_FOR_OBJECTIVE["left-to-right"] = BertLMHeadModel
@@ -925,7 +930,7 @@ claim(runs["ltr"].curve[-1]["mlm_accuracy"] > runs["mlm"].curve[-1]["mlm_accurac
 # * Task-adaptive pretraining with chapter 06's one road, `pretrain`, on the task's own
 #   texts: as a masked LM (any mask rate, dropout on or off) or left-to-right, with a
 #   held-out learning curve and the unigram cross-entropy to read it against.
-# * `bertlib.pretraining.BertLMHeadModel`: the left-to-right baseline on BERT's encoder,
+# * `bertlib.left_to_right.BertLMHeadModel`: the left-to-right baseline on BERT's encoder,
 #   added to `pretrain`'s objectives as `"left-to-right"`.
 # * `bertbook.comparison.steps_to_leave_plateau`: when a run leaves the plateau.
 # * `bertbook.comparison`: the fair comparison runner, `compare_start` (a learning rate per

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     except BertlibError as error:  # a clear message is enough: no traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the trainer has said where the run stands
+        return 130
     print(f"done: {result.state.step} steps; held-out {result.evaluation}; "
           f"baselines {result.baselines}; model saved in {result.folder}")
     return 0

@@ -10,7 +10,7 @@ Silent loss or corruption
   test_a_full_disk_says_so_and_leaves_no_temporary_file
   test_a_write_killed_mid_way_keeps_the_last_checkpoint    (kill -9; orphans cleared on start)
   test_a_pair_that_cannot_fit_is_refused                   (max_length=3)
-  test_crossed_saves_are_refused_and_dead_staging_is_cleared
+  test_saves_into_one_folder_take_turns_and_dead_staging_is_cleared
 Raw errors, now with advice
   test_an_empty_batch_is_explained                         ((0, 5) and (2, 0))
   test_integer_types_name_the_accepted_ones                (int16, uint8; float ids too)
@@ -23,6 +23,9 @@ Raw errors, now with advice
   test_a_save_onto_a_file_or_an_unwritable_place_says_so
   test_position_ids_past_the_table_are_named
   test_a_damaged_tokenizer_config_is_named
+  test_a_learning_rate_that_cannot_train_is_refused        (NaN, negative, 0)
+  test_a_truncated_checkpoint_is_named_not_unpickled_deep_in_torch
+  test_a_damaged_run_record_is_named                       (empty, cut, not an object)
 Wrong behaviour, fixed
   test_decode_skips_special_tokens
   test_divergence_advice_fits_the_run
@@ -126,10 +129,13 @@ def test_a_broken_cache_file_is_named_and_rebuilt(tmp_path, content):
 def _started_run(folder):
     """A run folder as the smoke size's CLI run leaves it after its first checkpoint."""
     from bertbook.pretrain import SIZES, book_documents, run_for
-    from bertlib.pretraining import _check_run, _text_digest
+    from bertlib.pretraining import _check_run, _text_digest, _vocabulary_digest
 
     train, _ = book_documents(SIZES["smoke"])
-    record = {"run": run_for(SIZES["smoke"]).description(), "text": _text_digest(train)}
+    vocabulary = BertTokenizer.from_pretrained(minilm_dir())
+    vocabulary.save_pretrained(folder / "vocabulary")
+    record = {"run": run_for(SIZES["smoke"]).description(), "text": _text_digest(train),
+              "vocabulary": _vocabulary_digest(vocabulary)}
     _check_run(folder, record, resume=False)
     (folder / "checkpoint.pt").write_bytes(b"")  # the run got as far as a checkpoint
 
@@ -185,7 +191,7 @@ def test_a_write_killed_mid_way_keeps_the_last_checkpoint(tmp_path, tokenizer):
     script = textwrap.dedent(f"""
         import os, signal, sys, torch
         sys.path.insert(0, {os.getcwd()!r})
-        from tests.test_errors import _trainer
+        from tests.bertlib.test_errors import _trainer
         from pathlib import Path
         trainer = _trainer(Path({str(tmp_path)!r}))
         def killed(payload, path):
@@ -409,16 +415,31 @@ def test_a_save_onto_a_file_or_an_unwritable_place_says_so(tmp_path):
         model.save_pretrained(tmp_path / "taken" / "inside")
 
 
-def test_crossed_saves_are_refused_and_dead_staging_is_cleared(tmp_path):
-    """Two saves into one folder at once can leave one's config beside the other's
-    weights: that folder is refused, not loaded wrong. A staging folder whose process is
-    gone (a save killed mid-way) is removed by the next save."""
-    torch.manual_seed(0)
-    BertModel(BertConfig(**TINY)).save_pretrained(tmp_path / "a")
-    BertModel(BertConfig(**{**TINY, "layer_norm_eps": 1e-6})).save_pretrained(tmp_path / "b")
-    (tmp_path / "b" / "config.json").replace(tmp_path / "a" / "config.json")
-    with pytest.raises(CheckpointError, match="come from two different saves"):
-        BertModel.from_pretrained(tmp_path / "a")
+def test_saves_into_one_folder_take_turns_and_dead_staging_is_cleared(tmp_path):
+    """A save waits while another holds the folder's lock, so two saves never leave one's
+    config beside the other's weights. A staging folder whose process is gone (a save
+    killed mid-way) is removed by the next save."""
+    import fcntl
+
+    BertModel(BertConfig(**TINY)).save_pretrained(tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    (tmp_path / f".saving-{dead}-0000").mkdir()
+    (tmp_path / "model.safetensors").unlink()
+    saver = textwrap.dedent(f"""
+        from bertlib import BertConfig, BertModel
+        BertModel(BertConfig(**{TINY!r})).save_pretrained({str(tmp_path)!r})
+    """)
+    with open(tmp_path / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another save in progress
+        other = subprocess.Popen([sys.executable, "-c", saver])
+        with pytest.raises(subprocess.TimeoutExpired):
+            other.wait(timeout=8)  # it waits for the lock
+        assert not (tmp_path / "model.safetensors").exists()
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    assert other.wait(timeout=120) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {".lock", "config.json", "model.safetensors"}
+    BertModel.from_pretrained(tmp_path)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True).stdout.strip()
     (tmp_path / "a" / f".saving-{dead}-0000").mkdir()
@@ -439,3 +460,28 @@ def test_a_damaged_tokenizer_config_is_named(tmp_path, tokenizer):
     (tmp_path / "tokenizer_config.json").write_text('{"do_lower_case": tr')
     with pytest.raises(TokenizerError, match="tokenizer_config.json is not JSON"):
         BertTokenizer.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("rate", [float("nan"), -1e-4, 0.0])
+def test_a_learning_rate_that_cannot_train_is_refused(rate):
+    with pytest.raises(ConfigError, match="learning_rate must be a positive number"):
+        TrainingConfig(steps=10, learning_rate=rate)
+
+
+def test_a_truncated_checkpoint_is_named_not_unpickled_deep_in_torch(tmp_path):
+    trainer = _trainer(tmp_path)
+    trainer.save_checkpoint()
+    data = (tmp_path / "checkpoint.pt").read_bytes()
+    (tmp_path / "checkpoint.pt").write_bytes(data[:len(data) // 2])
+    with pytest.raises(CheckpointError, match="checkpoint.pt cannot be read .*truncated"):
+        trainer.load_checkpoint()
+
+
+@pytest.mark.parametrize("content", ["", "{", "[1, 2"])
+def test_a_damaged_run_record_is_named(tmp_path, content):
+    from bertlib.pretraining import _check_run
+
+    (tmp_path / "checkpoint.pt").write_bytes(b"")
+    (tmp_path / "run.json").write_text(content)
+    with pytest.raises(CheckpointError, match=r"run\.json cannot be read"):
+        _check_run(tmp_path, {"run": {}, "text": "a"}, resume=True)

@@ -222,3 +222,16 @@ def test_the_frozen_probe_scores_a_share(tiny_run, topic_splits):
     score = frozen_probe_accuracy(encoder, tokenizer, topic_splits["train"],
                                   topic_splits["test"], max_length=16)
     assert 0 <= score <= 1 and abs(score * 20 - round(score * 20)) < 1e-4  # a share of 20
+
+
+def test_resuming_on_another_vocabulary_of_the_same_size_is_refused(tmp_path, texts):
+    """Another run's vocab.txt in the run folder would map ids to other pieces, silently."""
+    run = tiny(steps=4, checkpoint_every=2)
+    pretrain(texts[:200], run, tmp_path, texts[250:], device=torch.device("cpu"))
+    vocab = tmp_path / "vocabulary" / "vocab.txt"
+    pieces = vocab.read_text().splitlines()
+    pieces[-1], pieces[-2] = pieces[-2], pieces[-1]  # two ordinary pieces trade ids
+    vocab.write_text("\n".join(pieces) + "\n")
+    with pytest.raises(ConfigError, match="vocabulary: '[0-9a-f]+' then, '[0-9a-f]+' now"):
+        pretrain(texts[:200], run, tmp_path, texts[250:], resume=True,
+                 device=torch.device("cpu"))

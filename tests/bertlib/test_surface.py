@@ -67,3 +67,11 @@ def test_an_internal_mark_must_name_what_its_cell_defines(tmp_path):
                                "def shown():\n    pass\n\n\ndef helper():\n    pass\n", False,
                                ("helper",))
     assert '__all__ = ["shown"]' in export.render_module("bertlib/x.py", [kept])
+
+
+def test_a_library_module_has_one_owner_chapter():
+    cells = [export.ExportedCell("bertlib/x.py", f"chapters/0{n}_x.py", 3,
+                                 f"def f{n}():\n    pass\n", False) for n in (1, 2)]
+    with pytest.raises(export.ExportError, match="one owner chapter"):
+        export.check_one_owner("bertlib/x.py", cells)
+    export.check_one_owner("bertbook/x.py", cells)  # the book's package may gather helpers

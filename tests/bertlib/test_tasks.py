@@ -19,9 +19,10 @@ from bertlib.finetuning import (
     span_qa_features,
     tagging_features,
 )
+from bertlib.left_to_right import BertLMHeadModel
 from bertlib.metrics import best_span, evaluate_classification, mentions
 from bertlib.model import BertModel
-from bertlib.pretraining import BertForMaskedLM, BertLMHeadModel
+from bertlib.pretraining import BertForMaskedLM
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, tag_names
 from bertlib.tokenizer import BertTokenizer
 

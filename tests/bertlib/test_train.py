@@ -1,5 +1,8 @@
-"""The trainer: exact resume after a kill, divergence stops with the checkpoint intact."""
+"""The trainer: exact resume after a kill or Ctrl-C, divergence stops with the checkpoint
+intact."""
 
+import os
+import signal
 import sys
 
 import pytest
@@ -250,3 +253,35 @@ def test_a_collator_without_reseed_is_refused_with_advice(data):
                                               num_hidden_layers=1, num_attention_heads=2,
                                               intermediate_size=64)),
                 pairs, pad_only, TrainingConfig(steps=2, batch_size=8))
+
+
+def _send_at(step: int, signals: int = 1):
+    """A callback that sends this process Ctrl-C (SIGINT) at a step, as a user would."""
+    def callback(record):
+        if record["step"] == step:
+            for _ in range(signals):
+                os.kill(os.getpid(), signal.SIGINT)
+    return callback
+
+
+def test_ctrl_c_saves_the_step_in_hand_and_resumes_to_the_same_weights(data, tmp_path, capsys):
+    unbroken = _trainer(data, tmp_path / "a")
+    unbroken.train()
+    with pytest.raises(KeyboardInterrupt, match="stopped at step 6"):
+        _trainer(data, tmp_path / "b", callbacks=[_send_at(6)]).train()  # no checkpoint at 6
+    said = capsys.readouterr().err
+    assert "SIGINT at step 6: saved" in said and "resume=True" in said
+    assert torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=False)["state"]["step"] == 6
+    resumed = _trainer(data, tmp_path / "b")
+    history = resumed.train(resume=True).history
+    assert [r["step"] for r in history] == list(range(1, 13))
+    expected = unbroken.model.state_dict()
+    assert all(torch.equal(t, expected[name]) for name, t in resumed.model.state_dict().items())
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+
+
+def test_a_second_ctrl_c_stops_at_once(data, tmp_path):
+    with pytest.raises(KeyboardInterrupt, match="a second SIGINT: stopped at once"):
+        _trainer(data, tmp_path / "c", callbacks=[_send_at(6, signals=2)]).train()
+    saved = torch.load(tmp_path / "c" / "checkpoint.pt", weights_only=False)
+    assert saved["state"]["step"] == 4  # the last regular checkpoint, nothing more

@@ -315,7 +315,19 @@ def render_modules(root: Path = ROOT) -> dict[str, str]:
     for chapter in chapter_sources(root):
         for cell in exported_cells(chapter):
             by_module.setdefault(cell.module, []).append(cell)
+    for module, cells in by_module.items():
+        check_one_owner(module, cells)
     return {module: render_module(module, cells) for module, cells in by_module.items()}
+
+
+def check_one_owner(module: str, cells: list[ExportedCell]) -> None:
+    """A library module is written by one chapter, so that its reader finds it built up in
+    one place (the book's own package may gather helpers from several)."""
+    chapters = sorted({cell.chapter for cell in cells})
+    if module.startswith("bertlib/") and len(chapters) > 1:
+        raise ExportError(f"{module} is written by {', '.join(chapters)}; a library module "
+                          "has one owner chapter: move the later cells to a module of their "
+                          "own")
 
 
 def _header(chapters: list[str]) -> str:
