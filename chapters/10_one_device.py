@@ -731,6 +731,15 @@ else:
           "the cpu and gpu sizes measure it")
 
 # %% [markdown]
+# Read the two compiled rows together. Each graph break is a place where the compiled code
+# hands back to Python, and here, where the head counts the masked positions, it must also
+# wait for the device to say how many there are. On a CPU that wait costs little, so the
+# two compiled steps run at about the same speed, and the whole graph mostly saves compile
+# time; on a GPU the wait stalls the queue of work every step. The collator's fixed slots
+# (the original's `masked_lm_positions`) remove it at no cost in the loss: a spare slot
+# points at `[CLS]`, whose label is ignored.
+
+# %% [markdown]
 # ## All the levers on one page
 
 # %%
