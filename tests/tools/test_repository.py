@@ -59,7 +59,7 @@ def _torch_source(nvidia_smi: str, tmp_path, **extra_env: str) -> str:
     (fake / "nvidia-smi").chmod(0o755)
     env = {name: value for name, value in os.environ.items() if name != "TORCH_INDEX"}
     env.update(PATH=f"{fake}{os.pathsep}{env['PATH']}", **extra_env)
-    done = subprocess.run(["bash", str(ROOT / "tools" / "setup.sh"), "--torch-source"],
+    done = subprocess.run(["bash", str(ROOT / "tools" / "build" / "setup.sh"), "--torch-source"],
                           env=env, capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
