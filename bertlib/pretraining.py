@@ -19,7 +19,7 @@ from bertlib.errors import CheckpointError, ConfigError, InputError
 from bertlib.masking import MaskingRecipe, PretrainingCollator
 from bertlib.model import BertModel, BertPreTrainedModel, activation
 from bertlib.runtime import best_device, seed_everything
-from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.sentence_pairs import SentencePair, sentence_documents, sentence_pairs
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
 from bertlib.train import (
     Trainer,
@@ -365,12 +365,15 @@ class PretrainingResult:
     model: nn.Module
     tokenizer: BertTokenizer
     state: TrainingState
-    curve: list[dict]
     evaluation: dict[str, float]
     baselines: dict[str, float]
     held_out_batches: list[dict]
     train_tokens: int
     kept: dict[int, Path]
+
+    @property
+    def curve(self) -> list[dict]:
+        return self.state.evaluations
 
 
 def _examples(run: PretrainingRun, tokenizer, documents: list[list[str]], seed: int) -> list:
@@ -448,10 +451,12 @@ def pretrain(documents, run: PretrainingRun, out: str | Path, held_out,
     baselines = unigram_baselines([_pieces(e) for e in examples], held_out_batches, tokenizer)
     return PretrainingResult(
         _save(model, tokenizer, run, out / "model"), run, model, tokenizer, state,
-        state.evaluations, evaluate_pretraining(model, held_out_batches, device, precision),
+        evaluate_pretraining(model, held_out_batches, device, precision),
         baselines, held_out_batches, len(examples) * run.max_seq_length, kept)
 
 
 def _pieces(example) -> list[int]:
     """The ids of one training example: a sentence pair's two segments, or a packed row."""
-    return [*example.tokens_a, *example.tokens_b] if hasattr(example, "tokens_a") else example
+    if isinstance(example, SentencePair):
+        return [*example.tokens_a, *example.tokens_b]
+    return example

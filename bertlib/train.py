@@ -384,7 +384,7 @@ class Trainer:
             while self.state.step < config.steps:
                 if stop.received:
                     bar.close()
-                    self._stop_for(stop, unread)
+                    self._stop_for(stop.received, unread)
                 values = self._train_step(loader)
                 step = self.state.step
                 unread.append((step, self.scheduler.get_last_lr()[0], values))
@@ -411,16 +411,15 @@ class Trainer:
         bar.close()
         return self.state
 
-    def _stop_for(self, stop: "_SignalStop", unread: list) -> None:
+    def _stop_for(self, signal_name: str, unread: list) -> None:
         """A signal asked to stop: save where the run stands, say how to go on, and stop."""
-        stop.__exit__()
         if unread:
             self.state.history += self._read_back(unread)
         if self.output_dir is None:
-            raise KeyboardInterrupt(f"{stop.received} at step {self.state.step}: stopped; this "
+            raise KeyboardInterrupt(f"{signal_name} at step {self.state.step}: stopped; this "
                                     "trainer has no output_dir, so nothing was saved")
         path = self.save_checkpoint()
-        print(f"{stop.received} at step {self.state.step}: saved {path}; train again with "
+        print(f"{signal_name} at step {self.state.step}: saved {path}; train again with "
               "resume=True (or the command with --resume) to go on", file=sys.stderr)
         raise KeyboardInterrupt(f"stopped at step {self.state.step}; {path} holds the run")
 

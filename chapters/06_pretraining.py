@@ -770,7 +770,7 @@ def train(self, resume: bool = False) -> TrainingState:
         while self.state.step < config.steps:
             if stop.received:
                 bar.close()
-                self._stop_for(stop, unread)
+                self._stop_for(stop.received, unread)
             values = self._train_step(loader)
             step = self.state.step
             unread.append((step, self.scheduler.get_last_lr()[0], values))
@@ -825,16 +825,15 @@ class _SignalStop:
             signal.signal(sig, handler)
 
 
-def _stop_for(self, stop: "_SignalStop", unread: list) -> None:
+def _stop_for(self, signal_name: str, unread: list) -> None:
     """A signal asked to stop: save where the run stands, say how to go on, and stop."""
-    stop.__exit__()
     if unread:
         self.state.history += self._read_back(unread)
     if self.output_dir is None:
-        raise KeyboardInterrupt(f"{stop.received} at step {self.state.step}: stopped; this "
+        raise KeyboardInterrupt(f"{signal_name} at step {self.state.step}: stopped; this "
                                 "trainer has no output_dir, so nothing was saved")
     path = self.save_checkpoint()
-    print(f"{stop.received} at step {self.state.step}: saved {path}; train again with "
+    print(f"{signal_name} at step {self.state.step}: saved {path}; train again with "
           "resume=True (or the command with --resume) to go on", file=sys.stderr)
     raise KeyboardInterrupt(f"stopped at step {self.state.step}; {path} holds the run")
 
@@ -1088,7 +1087,7 @@ import time
 
 from bertlib.masking import PretrainingCollator
 from bertlib.runtime import best_device, seed_everything
-from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.sentence_pairs import SentencePair, sentence_documents, sentence_pairs
 from bertlib.train import Trainer, TrainingState, prepare_output_dir, resolve_precision
 
 
@@ -1104,12 +1103,15 @@ class PretrainingResult:
     model: nn.Module
     tokenizer: BertTokenizer
     state: TrainingState
-    curve: list[dict]
     evaluation: dict[str, float]
     baselines: dict[str, float]
     held_out_batches: list[dict]
     train_tokens: int
     kept: dict[int, Path]
+
+    @property
+    def curve(self) -> list[dict]:
+        return self.state.evaluations
 
 
 def _examples(run: PretrainingRun, tokenizer, documents: list[list[str]], seed: int) -> list:
@@ -1187,13 +1189,15 @@ def pretrain(documents, run: PretrainingRun, out: str | Path, held_out,
     baselines = unigram_baselines([_pieces(e) for e in examples], held_out_batches, tokenizer)
     return PretrainingResult(
         _save(model, tokenizer, run, out / "model"), run, model, tokenizer, state,
-        state.evaluations, evaluate_pretraining(model, held_out_batches, device, precision),
+        evaluate_pretraining(model, held_out_batches, device, precision),
         baselines, held_out_batches, len(examples) * run.max_seq_length, kept)
 
 
 def _pieces(example) -> list[int]:
     """The ids of one training example: a sentence pair's two segments, or a packed row."""
-    return [*example.tokens_a, *example.tokens_b] if hasattr(example, "tokens_a") else example
+    if isinstance(example, SentencePair):
+        return [*example.tokens_a, *example.tokens_b]
+    return example
 
 
 # %% [markdown]
@@ -1212,16 +1216,16 @@ from bertlib.pretraining import PretrainingRun
 from bertlib.train import TrainingConfig
 
 
-def run_for(settings: dict, objective: str = "mlm+nsp", progress: bool = True
-            ) -> PretrainingRun:
+def run_for(settings: dict, progress: bool = True) -> PretrainingRun:
     """The PretrainingRun a size's settings describe (chapter 08's too: its tables add
-    objective, mask_rate, dropout and seed)."""
+    objective, mask_rate, dropout and seed). Without an objective it is the paper's,
+    mlm+nsp."""
     rate = settings.get("mask_rate", 0.15)
     length = settings["seq"]
     checkpoint_every = settings["eval_every"] if settings.get("checkpoints", True) else 0
     return PretrainingRun(
         preset=settings["model"], vocab_size=settings["vocab"], max_seq_length=length,
-        objective=settings.get("objective", objective),
+        objective=settings.get("objective", "mlm+nsp"),
         masking=MaskingRecipe(probability=rate, max_predictions=math.ceil(rate * length)),
         dropout=settings.get("dropout", 0.1),
         training=TrainingConfig(
@@ -1405,10 +1409,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, help="override the size's number of steps")
     parser.add_argument("--corpus", help="override the size's corpus (wikipedia, lee-news...)")
     parser.add_argument("--mask-rate", type=float, help="override the share of pieces hidden")
-    parser.add_argument("--objective", choices=["mlm+nsp", "mlm"], default="mlm+nsp")
+    parser.add_argument("--objective", choices=["mlm+nsp", "mlm"])
     args = parser.parse_args(argv)
     settings = dict(SIZES[args.size])
-    for name in ("steps", "corpus", "mask_rate"):
+    for name in ("steps", "corpus", "mask_rate", "objective"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     settings["warmup"] = min(settings["warmup"], settings["steps"] - 1)
@@ -1417,8 +1421,7 @@ def main(argv: list[str] | None = None) -> int:
                      "choose another --out")
     try:
         train, held_out = book_documents(settings)
-        result = pretrain(train, run_for(settings, args.objective), args.out, held_out,
-                          resume=args.resume)
+        result = pretrain(train, run_for(settings), args.out, held_out, resume=args.resume)
     except BertlibError as error:  # a clear message is enough: no traceback
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -35,16 +35,16 @@ SIZES = {
 
 
 # From chapters/06_pretraining.py, cell 38.
-def run_for(settings: dict, objective: str = "mlm+nsp", progress: bool = True
-            ) -> PretrainingRun:
+def run_for(settings: dict, progress: bool = True) -> PretrainingRun:
     """The PretrainingRun a size's settings describe (chapter 08's too: its tables add
-    objective, mask_rate, dropout and seed)."""
+    objective, mask_rate, dropout and seed). Without an objective it is the paper's,
+    mlm+nsp."""
     rate = settings.get("mask_rate", 0.15)
     length = settings["seq"]
     checkpoint_every = settings["eval_every"] if settings.get("checkpoints", True) else 0
     return PretrainingRun(
         preset=settings["model"], vocab_size=settings["vocab"], max_seq_length=length,
-        objective=settings.get("objective", objective),
+        objective=settings.get("objective", "mlm+nsp"),
         masking=MaskingRecipe(probability=rate, max_predictions=math.ceil(rate * length)),
         dropout=settings.get("dropout", 0.1),
         training=TrainingConfig(
@@ -73,10 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, help="override the size's number of steps")
     parser.add_argument("--corpus", help="override the size's corpus (wikipedia, lee-news...)")
     parser.add_argument("--mask-rate", type=float, help="override the share of pieces hidden")
-    parser.add_argument("--objective", choices=["mlm+nsp", "mlm"], default="mlm+nsp")
+    parser.add_argument("--objective", choices=["mlm+nsp", "mlm"])
     args = parser.parse_args(argv)
     settings = dict(SIZES[args.size])
-    for name in ("steps", "corpus", "mask_rate"):
+    for name in ("steps", "corpus", "mask_rate", "objective"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     settings["warmup"] = min(settings["warmup"], settings["steps"] - 1)
@@ -85,8 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                      "choose another --out")
     try:
         train, held_out = book_documents(settings)
-        result = pretrain(train, run_for(settings, args.objective), args.out, held_out,
-                          resume=args.resume)
+        result = pretrain(train, run_for(settings), args.out, held_out, resume=args.resume)
     except BertlibError as error:  # a clear message is enough: no traceback
         print(f"error: {error}", file=sys.stderr)
         return 2

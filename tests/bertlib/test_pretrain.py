@@ -36,7 +36,7 @@ from bertlib.pretraining import (
 )
 from bertlib.task_data import TextExample
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
-from bertlib.train import TrainingConfig
+from bertlib.train import TrainingConfig, TrainingState
 
 TOPICS = {0: ["goal", "match", "league", "striker", "coach"],
           1: ["shares", "profit", "market", "bank", "growth"]}
@@ -174,9 +174,9 @@ def test_keep_at_must_name_an_evaluated_step(tmp_path, texts, tokenizer):
 
 
 def test_the_plateau_exit_is_the_first_step_a_nat_under_the_unigram_line(tiny_run):
-    run = dataclasses.replace(
-        tiny_run, curve=[dict(step=1, loss=5.5), dict(step=2, loss=4.9), dict(step=3, loss=4.0)],
-        baselines={"unigram_cross_entropy": 6.0})
+    curve = [dict(step=1, loss=5.5), dict(step=2, loss=4.9), dict(step=3, loss=4.0)]
+    run = dataclasses.replace(tiny_run, state=TrainingState(evaluations=curve),
+                              baselines={"unigram_cross_entropy": 6.0})
     assert steps_to_leave_plateau(run) == 2
     assert steps_to_leave_plateau(run, nats_below_unigram=3.0) is None
 
