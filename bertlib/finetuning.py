@@ -281,15 +281,19 @@ def _check_labels(model: nn.Module, features: list[dict]) -> None:
 
 def fine_tune(model: nn.Module, features: list[dict], recipe: FineTuningRecipe,
               collator: PaddingCollator, device: torch.device,
-              evaluate=None) -> dict:
+              evaluate=None, output_dir: str | Path | None = None,
+              resume: bool = False) -> dict:
     """Train model and head together on the features (the whole model, not only the head),
     and return the model to eval mode. evaluate(model) -> {metric: value}, when given, runs
-    after each epoch (a dev set); returns {"state": TrainingState, "dev": [per epoch]}."""
+    after each epoch (a dev set); returns {"state": TrainingState, "dev": [per epoch]}.
+    With output_dir, Ctrl-C (or SIGTERM) saves the step in hand there, and resume=True
+    goes on from it to the same weights as a run never stopped."""
     if not features:
         raise InputError("no training features: the task's training split is empty")
     _check_labels(model, features)
     config = recipe.training_config(len(features), evaluate is not None)
-    state = Trainer(model, features, collator, config, device, evaluate=evaluate).train()
+    state = Trainer(model, features, collator, config, device, output_dir=output_dir,
+                    evaluate=evaluate).train(resume=resume)
     model.eval()
     return {"state": state, "dev": state.evaluations}
 
@@ -317,7 +321,9 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
                          max_length: int = 128, dev: tuple[list[str], list] | None = None,
                          device: torch.device | None = None):
     """Texts and their labels in, a fine-tuned BertForSequenceClassification out (eval
-    mode). Labels may be any hashable names; they are saved as the config's id2label.
+    mode). Labels may be any hashable names; they are saved as the config's id2label
+    (as text: config.json has no other way), and the model keeps the labels themselves in
+    `label_values`, so that `classify` gives back 1 for a label 1, not "1".
     dev=(texts, labels) prints and records dev accuracy after each epoch."""
     recipe = recipe or FineTuningRecipe(progress=True)
     texts, labels = _paired(texts, labels, "texts and labels")
@@ -348,6 +354,7 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
             return {"dev_accuracy": right / len(dev_features)}
 
     fine_tune(model, features, recipe, collator, device, evaluate)
+    model.label_values = tuple(names)  # in class order, each of its own type
     return model
 
 
@@ -389,11 +396,14 @@ def _label_names(labels: list) -> list:
 
 
 def classify(model: nn.Module, tokenizer, texts: list[str] | str,
-             device: torch.device | None = None) -> list[str]:
-    """The label name (config.id2label) that the model gives each text; one string is one
-    text."""
+             device: torch.device | None = None) -> list:
+    """The label that the model gives each text: as it was given to fine_tune_classifier
+    (its type kept) while the model is in memory, else the config's id2label name (a
+    loaded folder). One string is one text."""
     features = classification_features(tokenizer, [texts] if isinstance(texts, str)
                                        else list(texts))
     device = device or next(model.parameters()).device
     logits = predict(model, features, PaddingCollator(tokenizer.pad_id), device)
-    return [model.config.id2label[int(row.argmax())] for row in logits]
+    labels = getattr(model, "label_values", None) or [model.config.id2label[i] for i in
+                                                       range(len(model.config.id2label))]
+    return [labels[int(row.argmax())] for row in logits]

@@ -342,6 +342,11 @@ def lee_news() -> list[Article]:
 
 # %%
 #| export bertbook/corpora.py
+# A pinned revision: the text a reader gets does not change under the book. `make
+# gpu-check` asks the hub whether it is still there.
+WIKITEXT_HUB = ("Salesforce/wikitext", "b08601e04326c79dfdd32d625aee71d232d685c3")
+
+
 def wikitext103(split: str = "train", max_articles: int | None = None) -> list[Article]:
     """WikiText-103 articles, downloaded with `datasets` (needs internet, e.g. on Colab)."""
     try:
@@ -349,7 +354,8 @@ def wikitext103(split: str = "train", max_articles: int | None = None) -> list[A
     except ImportError as error:
         raise DataUnavailable("WikiText-103 is read with the `datasets` library. Install it "
                               "with:  pip install datasets   (and be online)") from error
-    rows = load_dataset("Salesforce/wikitext", "wikitext-103-raw-v1", split=split)
+    name, revision = WIKITEXT_HUB
+    rows = load_dataset(name, "wikitext-103-raw-v1", split=split, revision=revision)
     return articles_from_wikitext_lines((row["text"] for row in rows), max_articles)
 
 

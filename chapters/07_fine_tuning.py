@@ -865,15 +865,19 @@ def _check_labels(model: nn.Module, features: list[dict]) -> None:
 
 def fine_tune(model: nn.Module, features: list[dict], recipe: FineTuningRecipe,
               collator: PaddingCollator, device: torch.device,
-              evaluate=None) -> dict:
+              evaluate=None, output_dir: str | Path | None = None,
+              resume: bool = False) -> dict:
     """Train model and head together on the features (the whole model, not only the head),
     and return the model to eval mode. evaluate(model) -> {metric: value}, when given, runs
-    after each epoch (a dev set); returns {"state": TrainingState, "dev": [per epoch]}."""
+    after each epoch (a dev set); returns {"state": TrainingState, "dev": [per epoch]}.
+    With output_dir, Ctrl-C (or SIGTERM) saves the step in hand there, and resume=True
+    goes on from it to the same weights as a run never stopped."""
     if not features:
         raise InputError("no training features: the task's training split is empty")
     _check_labels(model, features)
     config = recipe.training_config(len(features), evaluate is not None)
-    state = Trainer(model, features, collator, config, device, evaluate=evaluate).train()
+    state = Trainer(model, features, collator, config, device, output_dir=output_dir,
+                    evaluate=evaluate).train(resume=resume)
     model.eval()
     return {"state": state, "dev": state.evaluations}
 
@@ -901,7 +905,9 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
                          max_length: int = 128, dev: tuple[list[str], list] | None = None,
                          device: torch.device | None = None):
     """Texts and their labels in, a fine-tuned BertForSequenceClassification out (eval
-    mode). Labels may be any hashable names; they are saved as the config's id2label.
+    mode). Labels may be any hashable names; they are saved as the config's id2label
+    (as text: config.json has no other way), and the model keeps the labels themselves in
+    `label_values`, so that `classify` gives back 1 for a label 1, not "1".
     dev=(texts, labels) prints and records dev accuracy after each epoch."""
     recipe = recipe or FineTuningRecipe(progress=True)
     texts, labels = _paired(texts, labels, "texts and labels")
@@ -932,6 +938,7 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
             return {"dev_accuracy": right / len(dev_features)}
 
     fine_tune(model, features, recipe, collator, device, evaluate)
+    model.label_values = tuple(names)  # in class order, each of its own type
     return model
 
 
@@ -973,14 +980,17 @@ def _label_names(labels: list) -> list:
 
 
 def classify(model: nn.Module, tokenizer, texts: list[str] | str,
-             device: torch.device | None = None) -> list[str]:
-    """The label name (config.id2label) that the model gives each text; one string is one
-    text."""
+             device: torch.device | None = None) -> list:
+    """The label that the model gives each text: as it was given to fine_tune_classifier
+    (its type kept) while the model is in memory, else the config's id2label name (a
+    loaded folder). One string is one text."""
     features = classification_features(tokenizer, [texts] if isinstance(texts, str)
                                        else list(texts))
     device = device or next(model.parameters()).device
     logits = predict(model, features, PaddingCollator(tokenizer.pad_id), device)
-    return [model.config.id2label[int(row.argmax())] for row in logits]
+    labels = getattr(model, "label_values", None) or [model.config.id2label[i] for i in
+                                                       range(len(model.config.id2label))]
+    return [labels[int(row.argmax())] for row in logits]
 
 
 # %% [markdown]
@@ -1218,8 +1228,12 @@ from bertlib.errors import DataUnavailable
 
 GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
+# Each dataset read at a fixed revision, so that a reader's numbers do not move under the
+# book; `make gpu-check` asks the hub whether each is still there. GLUE has no revision
+# recorded yet: gpu-check prints the one it finds, to pin here.
 CONLL2003_HUB = ("eriktks/conll2003", "refs/convert/parquet")  # the script's parquet export
-SQUAD_HUB = ("rajpurkar/squad", None)
+SQUAD_HUB = ("rajpurkar/squad", "7b6d24c440a36b6815f21b70d25016731768db1f")
+GLUE_HUB = ("nyu-mll/glue", None)
 
 
 def hub_dataset(name: str, config: str | None = None, revision: str | None = None):
@@ -1249,7 +1263,8 @@ def glue_task(task: str) -> dict[str, list[TextExample]]:
     """A GLUE task: its train split, and its validation split as 'test'."""
     if task not in GLUE_TEXT_FIELDS:
         raise ValueError(f"unknown GLUE task {task!r}; choose one of {sorted(GLUE_TEXT_FIELDS)}")
-    data = hub_dataset("nyu-mll/glue", task)
+    name, revision = GLUE_HUB
+    data = hub_dataset(name, task, revision=revision)
     return {"train": glue_examples(data["train"], task),
             "test": glue_examples(data["validation"], task)}
 

@@ -198,6 +198,39 @@ def chapters_check(size: str, scale: float, wanted: list[str], timeout: int) -> 
             "size": size, "step_scale": scale, **results}
 
 
+def pinned_hub_datasets() -> list[tuple[str, str | None]]:
+    """Every (dataset, revision) the book reads from the Hugging Face hub."""
+    from bertbook.corpora import WIKITEXT_HUB
+    from bertbook.datasets import CONLL2003_HUB, GLUE_HUB, SQUAD_HUB
+    return [WIKITEXT_HUB, GLUE_HUB, CONLL2003_HUB, SQUAD_HUB]
+
+
+def hub_check() -> dict:
+    """Ask the hub whether each pinned revision still exists. This is the first check with
+    a network the book gets (CI is offline), so a revision that is gone fails here, with
+    the dataset's name, rather than in a reader's Colab session. Offline it says so and
+    passes nothing."""
+    try:
+        from huggingface_hub import HfApi
+        from huggingface_hub.utils import RepositoryNotFoundError, RevisionNotFoundError
+    except ImportError:
+        return {"ok": None, "skipped": "huggingface_hub is not installed"}
+    found, gone = {}, []
+    for name, revision in pinned_hub_datasets():
+        try:
+            found[name] = HfApi().dataset_info(name, revision=revision).sha
+        except (RepositoryNotFoundError, RevisionNotFoundError):
+            gone.append(f"{name} at {revision or 'main'}")
+        except Exception as error:  # offline, or the hub is down: nothing verified
+            return {"ok": None, "skipped": f"the hub cannot be reached ({type(error).__name__})"}
+    result = {"ok": not gone, "found": found}
+    if gone:
+        result["error"] = (f"pinned revisions gone from the hub: {', '.join(gone)}; pin a "
+                           "revision that exists (bertbook/corpora.py WIKITEXT_HUB, "
+                           "bertbook/datasets.py *_HUB, written by chapters 01 and 07)")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
@@ -228,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     on_gpu = torch.cuda.is_available()
     summary = {"device": torch.cuda.get_device_name() if on_gpu else "cpu",
                "gpus": torch.cuda.device_count(), "torch": torch.__version__,
+               "hub": hub_check(),
                "resume": resume_check(args.out, "gpu" if on_gpu else "smoke", args.steps),
                "benchmark": benchmark_check() if on_gpu else {"ok": None, "skipped": "no GPU"},
                "ddp": ddp_check(args.out),

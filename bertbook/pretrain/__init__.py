@@ -12,25 +12,32 @@ import sys
 from pathlib import Path
 
 from bertbook.corpora import load_corpus, split_articles
+from bertbook.runs import finished_run, has_checkpoint, run_folder
 from bertlib.errors import BertlibError
 from bertlib.masking import MaskingRecipe
 from bertlib.pretraining import PretrainingRun, pretrain
 from bertlib.train import TrainingConfig
 
-__all__ = ["SIZES", "run_for", "book_documents", "main"]
+__all__ = ["SIZES", "run_for", "book_documents", "chapter_06_model", "main"]
 
 
 # From chapters/06_pretraining.py, cell 4.
+# smoke and cpu train the recipe that transfers (chapter 08 measures why): a 40% mask, no
+# dropout, the masked LM alone, on Wikipedia plus the BBC articles' unlabelled training
+# text. gpu follows the paper: 15%, dropout 0.1, with next-sentence prediction.
 SIZES = {
-    "smoke": dict(corpus="wikipedia", articles=None, vocab=4000, model="bert-tiny",
-                  seq=64, batch=32, steps=800, learning_rate=2e-3, warmup=80,
-                  eval_every=200, precision="fp32", mask_rate=0.15),
-    "cpu": dict(corpus="wikipedia", articles=None, vocab=8000, model="bert-mini",
-                seq=128, batch=32, steps=2000, learning_rate=1e-3, warmup=200,
-                eval_every=400, precision="bf16", mask_rate=0.15),
+    "smoke": dict(corpus="wikipedia+bbc", articles=None, vocab=2000, model="bert-tiny",
+                  seq=64, batch=32, steps=400, learning_rate=2e-3, warmup=40,
+                  eval_every=100, precision="fp32", mask_rate=0.4, dropout=0.0,
+                  objective="mlm"),
+    "cpu": dict(corpus="wikipedia+bbc", articles=None, vocab=4000, model="bert-tiny",
+                seq=128, batch=32, steps=1600, learning_rate=2e-3, warmup=160,
+                eval_every=200, precision="fp32", mask_rate=0.4, dropout=0.0,
+                objective="mlm"),
     "gpu": dict(corpus="wikitext-103", articles=5000, vocab=30522, model="bert-small",
                 seq=128, batch=128, steps=12000, learning_rate=5e-4, warmup=1200,
-                eval_every=1500, precision="auto", mask_rate=0.15),
+                eval_every=1500, precision="auto", mask_rate=0.15, dropout=0.1,
+                objective="mlm+nsp"),
 }
 
 
@@ -57,13 +64,37 @@ def run_for(settings: dict, progress: bool = True) -> PretrainingRun:
 
 def book_documents(settings: dict) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
     """The size's corpus as (training, held-out) documents, each its paragraphs: 10% of
-    the articles are held out, always the same ones."""
-    articles = load_corpus(settings["corpus"], settings["articles"])
+    the articles are held out, always the same ones. "+bbc" adds the BBC articles of
+    chapter 07's training split as unlabelled text (headline first), and its dev split's
+    to the held-out text; its test split is read by nothing here."""
+    corpus, with_bbc = settings["corpus"].removesuffix("+bbc"), settings["corpus"].endswith("+bbc")
+    articles = load_corpus(corpus, settings["articles"])
     train, held_out = split_articles(articles, held_out=0.1, seed=0)
-    return [a.paragraphs for a in train], [a.paragraphs for a in held_out]
+    train, held_out = [a.paragraphs for a in train], [a.paragraphs for a in held_out]
+    if with_bbc:
+        from bertbook.datasets import bbc_news, split_of
+        news = [(a.name, (a.headline, *a.paragraphs)) for a in bbc_news()]
+        train += [text for name, text in news if split_of(name) == "train"]
+        held_out += [text for name, text in news if split_of(name) == "dev"]
+    return train, held_out
 
 
-# From chapters/06_pretraining.py, cell 51.
+def chapter_06_model(size: str) -> Path:
+    """The model folder of chapter 06's run at this size, for chapter 08, which
+    fine-tunes it. A finished run is reused; without one (a chapter run on its own) it is pretrained
+    now, as chapter 06 pretrains it, and the cell says so and how long it will take."""
+    folder = run_folder(f"ch06-{size}")
+    if finished_run(f"ch06-{size}") is None:
+        settings = SIZES[size]
+        print(f"chapter 06's model is not in {folder}: pretraining it now, as chapter 06 "
+              f"does ({settings['steps']:,} steps; about 10 minutes at the cpu size)")
+        train, held_out = book_documents(settings)
+        pretrain(train, run_for(settings, progress=False), folder, held_out,
+                 resume=has_checkpoint(folder))
+    return folder / "model"
+
+
+# From chapters/06_pretraining.py, cell 53.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertbook.pretrain",
                                      description="Pretrain a BERT on the book's corpus.")

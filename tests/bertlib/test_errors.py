@@ -77,7 +77,10 @@ from bertlib import (
     classify,
     fine_tune_classifier,
 )
+from bertlib.batch import PaddingCollator
+from bertlib.finetuning import BertForSequenceClassification, classification_features, fine_tune
 from bertlib.sentence_pairs import SentencePair
+from bertlib.task_data import TextExample
 
 TINY = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=64, max_position_embeddings=16)
@@ -143,10 +146,10 @@ def _started_run(folder):
 def test_resuming_with_other_settings_is_refused(tmp_path, capsys):
     _started_run(tmp_path)
     code = pretrain_main(["--size", "smoke", "--out", str(tmp_path), "--resume",
-                          "--corpus", "lee-news", "--mask-rate", "0.4"])
+                          "--corpus", "lee-news", "--mask-rate", "0.25"])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
-    assert "run.masking.probability: 0.15 then, 0.4 now" in err and "text: '" in err
+    assert "run.masking.probability: 0.4 then, 0.25 now" in err and "text: '" in err
 
 
 def test_an_unwritable_out_folder_is_refused_before_training(tmp_path, capsys):
@@ -479,3 +482,51 @@ def test_a_damaged_run_record_is_named(tmp_path, content):
     (tmp_path / "run.json").write_text(content)
     with pytest.raises(CheckpointError, match=r"run\.json cannot be read"):
         _check_run(tmp_path, {"run": {}, "text": "a"}, resume=True)
+
+
+@pytest.mark.parametrize("labels", [[1, 0, 1, 0], ["pos", "neg", "pos", "neg"],
+                                    [2.5, 0.5, 2.5, 0.5]])
+def test_labels_come_back_with_their_type(small_checkpoint, tokenizer, labels):
+    model = fine_tune_classifier(small_checkpoint, tokenizer, ["good", "bad", "fine", "awful"],
+                                 labels, QUICK, max_length=16, device=torch.device("cpu"))
+    guesses = classify(model, tokenizer.with_max_length(16), ["great", "poor"])
+    assert all(type(guess) is type(labels[0]) and guess in labels for guess in guesses)
+
+
+def test_ctrl_c_in_fine_tuning_saves_and_resumes_to_the_same_weights(small_checkpoint,
+                                                                     tokenizer, tmp_path,
+                                                                     capsys):
+    texts = ["good", "bad", "fine", "awful", "great", "poor", "nice", "dull"]
+    features = classification_features(tokenizer.with_max_length(16),
+                                       [TextExample(t, i % 2) for i, t in enumerate(texts)])
+    recipe = FineTuningRecipe(learning_rate=1e-3, epochs=3, batch_size=2, precision="fp32")
+    collator, cpu = PaddingCollator(tokenizer.pad_id), torch.device("cpu")
+
+    def fresh():
+        torch.manual_seed(0)
+        return BertForSequenceClassification.from_pretrained(small_checkpoint, num_labels=2)
+
+    def ctrl_c_after_first_epoch(model):
+        if not os.environ.get("SENT"):
+            os.environ["SENT"] = "1"
+            os.kill(os.getpid(), signal.SIGINT)
+        return {}
+
+    def nothing(model):  # the same evaluation schedule in every run, as resume expects
+        return {}
+
+    unbroken = fresh()
+    fine_tune(unbroken, features, recipe, collator, cpu, nothing)
+    stopped = fresh()
+    try:
+        with pytest.raises(KeyboardInterrupt, match="stopped at step 4"):
+            fine_tune(stopped, features, recipe, collator, cpu, ctrl_c_after_first_epoch,
+                      output_dir=tmp_path / "run")
+    finally:
+        os.environ.pop("SENT", None)
+    assert "SIGINT at step 4: saved" in capsys.readouterr().err
+    resumed = fresh()
+    fine_tune(resumed, features, recipe, collator, cpu, nothing, output_dir=tmp_path / "run",
+              resume=True)
+    expected = unbroken.state_dict()
+    assert all(torch.equal(t, expected[name]) for name, t in resumed.state_dict().items())
