@@ -22,7 +22,7 @@
 # articles and some news learn to fill in hidden words better than guessing? We measure
 # it, and assert it.
 #
-# **Time.** At the `cpu` size the whole chapter takes about 8 minutes on 2 CPU cores (its
+# **Time.** At the `cpu` size the whole chapter takes about 7 minutes on 2 CPU cores (its
 # pretraining run about 6; the run cell prints its own time); the `smoke` size about one.
 #
 # The `gpu` size follows the paper's recipe (Devlin et al., 2018, §3.1 and Appendix A.2):
@@ -1267,17 +1267,19 @@ def book_documents(settings: dict) -> tuple[list[tuple[str, ...]], list[tuple[st
 
 
 def chapter_06_model(size: str) -> Path:
-    """The model folder of chapter 06's run at this size, for chapter 08, which
-    fine-tunes it. A finished run is reused; without one (a chapter run on its own) it is pretrained
-    now, as chapter 06 pretrains it, and the cell says so and how long it will take."""
-    folder = run_folder(f"ch06-{size}")
-    if finished_run(f"ch06-{size}") is None:
-        settings = SIZES[size]
-        print(f"chapter 06's model is not in {folder}: pretraining it now, as chapter 06 "
-              f"does ({settings['steps']:,} steps; about 10 minutes at the cpu size)")
-        train, held_out = book_documents(settings)
-        pretrain(train, run_for(settings, progress=False), folder, held_out,
-                 resume=has_checkpoint(folder))
+    """The model folder of chapter 06's run at this size, for chapter 08, which fine-tunes
+    it. A finished run is reused as it is; without one (a chapter run on its own) it is
+    pretrained now, as chapter 06 pretrains it, and the cell says so and for how long."""
+    finished = finished_run(f"ch06-{size}")
+    if finished is not None:
+        return finished
+    folder = run_folder(f"ch06-{size}")  # a run cut short: resumed where it is kept
+    settings = SIZES[size]
+    print(f"chapter 06's model is not in {folder}: pretraining it now, as chapter 06 does "
+          f"({settings['steps']:,} steps; about 6 minutes at the cpu size)")
+    train, held_out = book_documents(settings)
+    pretrain(train, run_for(settings, progress=False), folder, held_out,
+             resume=has_checkpoint(folder))
     return folder / "model"
 
 

@@ -766,10 +766,15 @@ claim(all(clear_win(topic_results[("left-to-right (ours)", n)], scratch[n])
 claim(clear_win(topic_results[("left-to-right (ours)", fewest)], words[fewest]),
       f"with {fewest} labels per class it also beats the words-only baseline",
       S["assert_claims"])
+claim(all(clear_win(topic_results[("chapter 06's model", n)], scratch[n])
+          for n in S["per_class"]),
+      "chapter 06's model beats scratch beyond the spread at every label count, plateau or "
+      "not", S["assert_claims"])
+# Printed, not asserted: executions of this chapter have disagreed (see below).
 claim(all(clear_win(topic_results[("masked LM (ours)", n)], scratch[n])
           for n in S["per_class"]),
-      "our masked LM beats scratch beyond the spread at every label count, plateau or not",
-      S["assert_claims"])
+      "this run's task-adaptive masked LM beats scratch beyond the spread at every label "
+      "count", assert_it=False)
 for n in S["per_class"]:
     gap = (topic_results[("left-to-right (ours)", n)].mean
            - topic_results[("masked LM (ours)", n)].mean)
@@ -781,19 +786,26 @@ claim(all(clear_win(probe["MiniLM (real BERT)"][n], probe["from scratch"][n])
       "better than random weights'", S["assert_claims"])
 
 # %% [markdown]
-# Read the masked LM's row again: by its held-out accuracy it never left the plateau, and
-# yet it is a far better start than random weights, and its frozen vectors separate the
-# topics better too. The plateau measures one thing, how well a hidden piece is guessed;
-# fine-tuning borrows another, how the encoder represents a whole text. On the plateau the
-# model guesses from an average over the row, and an average that predicts which words are
-# likely *here* is a summary of what the text is about: a topic signal, which is what this
-# task asks for. So a flat held-out curve is not "nothing learned"; it is "nothing learned
-# about word order yet". Between the two pretrained starts the cell above prints the
-# gap, and no claim: in two executions of this chapter it changed sign. The spread of
-# label draws and fine-tuning seeds does not cover the spread of pretraining runs (the
-# WordPiece vocabulary, for one, is learned afresh and differs from process to process),
-# so a gap this small needs several pretraining runs before it means anything. A task that
-# needs word order or the right-hand context (claim B) is where the two should part.
+# Read chapter 06's row: by its held-out accuracy your model never left the plateau, and
+# yet it is a far better start than random weights, at both label counts, and its frozen
+# vectors separate the topics too. The plateau measures one thing, how well a hidden piece
+# is guessed; fine-tuning borrows another, how the encoder represents a whole text. On the
+# plateau the model guesses from an average over the row, and an average that predicts
+# which words are likely *here* is a summary of what the text is about: a topic signal,
+# which is what this task asks for. So a flat held-out curve is not "nothing learned"; it
+# is "nothing learned about word order yet".
+#
+# The task-adaptive masked LM of this chapter is the fragile one. Across two executions
+# of this chapter it came out a clear win over scratch in one and not in the other
+# (+0.07 and +0.05, inside the spread); the verdicts above are this execution's. The spread of label draws and fine-tuning
+# seeds does not cover the spread of pretraining runs: the WordPiece vocabulary, for one,
+# is learned afresh and differs from process to process, and the budget script below
+# shows this model's gain arriving only at the very end of its 1,200 steps, so a run can
+# end just before it or just after. Chapter 06's model (more text, 1,600 steps) has beaten
+# scratch clearly in every run seen so far, and its claim is the one asserted. Between
+# the two left-to-right and masked starts the cell prints the gap and no claim, for the
+# same reason. A task that needs word order or the right-hand context (claim B) is where
+# the two objectives should part.
 #
 # How much does the recipe matter, and at which budget does the masked LM first beat
 # scratch? A script too long for this chapter pretrains with BERT's recipe (15% masked,

@@ -85,3 +85,18 @@ def test_resume_on_other_text_or_another_rate_is_refused(tmp_path):
         _check_run(tmp_path, {**record, "text": "bbbb"}, resume=True)
     with pytest.raises(ConfigError, match=r"run\.masking\.probability: 0\.15 then, 0\.4 now"):
         _check_run(tmp_path, {**record, "run": {"masking": {"probability": 0.4}}}, resume=True)
+
+
+def test_chapter_06s_finished_model_is_reused_not_replaced(tmp_path, monkeypatch):
+    """Chapter 08 asks for chapter 06's model: a finished run in the default runs/ (which a
+    new run of the same name replaces) must be handed over as it is, not wiped and
+    pretrained again."""
+    from bertbook.pretrain import chapter_06_model
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BERT_BOOK_RUNS", raising=False)
+    model = tmp_path / "runs" / "ch06-smoke" / "model"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    assert chapter_06_model("smoke").resolve() == model.resolve()
+    assert (model / "config.json").read_text() == "{}"

@@ -66,6 +66,10 @@ def test_the_model_edge_reads_no_values_off_the_device(tiny):
 
 
 def test_the_encoder_compiles_without_graph_breaks(tiny):
+    """The same model that refuses bad input in the library's words compiles whole: its
+    checks sit at the edge, out of the traced graph."""
+    with pytest.raises(bertlib.InputError, match="must lie in 0.."):
+        tiny(torch.full((1, 4), tiny.config.vocab_size))
     ids = torch.randint(5, 500, (2, 16))
     mask = torch.ones_like(ids)
     mask[1, 10:] = 0
