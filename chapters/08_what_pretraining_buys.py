@@ -795,17 +795,17 @@ claim(all(clear_win(probe["MiniLM (real BERT)"][n], probe["from scratch"][n])
 # which is what this task asks for. So a flat held-out curve is not "nothing learned"; it
 # is "nothing learned about word order yet".
 #
-# The task-adaptive masked LM of this chapter is the fragile one. Across two executions
-# of this chapter it came out a clear win over scratch in one and not in the other
-# (+0.07 and +0.05, inside the spread); the verdicts above are this execution's. The
-# spread of label draws and fine-tuning seeds does not cover the spread of pretraining
-# runs: the WordPiece vocabulary, for one, is learned afresh and differs from process to process, and the budget script below
-# shows this model's gain arriving only at the very end of its 1,200 steps, so a run can
-# end just before it or just after. Chapter 06's model (more text, 1,600 steps) has beaten
-# scratch clearly in every run seen so far, and its claim is the one asserted. Between
-# the two left-to-right and masked starts the cell prints the gap and no claim, for the
-# same reason. A task that needs word order or the right-hand context (claim B) is where
-# the two objectives should part.
+# The task-adaptive masked LM of this chapter is the fragile one. Across two executions of
+# this chapter it came out a clear win over scratch in one and not in the other (+0.07 and
+# +0.05, inside the spread); the verdicts above are this execution's. The spread of label
+# draws and fine-tuning seeds does not cover the spread of pretraining runs: the WordPiece
+# vocabulary, for one, is learned afresh and differs from process to process, and the
+# budget script below shows this model's gain arriving only at the very end of its 1,200
+# steps, so a run can end just before it or just after. Chapter 06's model (more text,
+# 1,600 steps) has beaten scratch clearly in every run seen so far, and its claim is the
+# one asserted. Between the two left-to-right and masked starts the cell prints the gap
+# and no claim, for the same reason. A task that needs word order or the right-hand
+# context (claim B) is where the two objectives should part.
 #
 # How much does the recipe matter, and at which budget does the masked LM first beat
 # scratch? A script too long for this chapter pretrains with BERT's recipe (15% masked,
