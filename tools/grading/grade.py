@@ -2,22 +2,27 @@
 
 Layout: SUBMISSIONS/<student>/<NN_chapter>.ipynb (the copies `make student` wrote, worked
 on). nbgrader scores them (`nbgrader autograde`): its tests cells are put back as the
-instructor wrote them, hidden tests included, and each scores its points when it runs
+instructor wrote them, hidden tests included, and each scores its point when it runs
 without an error. What this script adds, and why:
 
-* **Isolation.** Each submission is graded alone, in a throwaway nbgrader course with its
-  own gradebook, by a kernel in a sandbox (tools/grading/sandbox.py) that can write only to that
-  course and cannot see the chapters, the other submissions or the gradebook. So no
-  submission can change the instructor's files, another student's score, or its own
-  score by any way but a right answer, and grades do not depend on the order.
+* **Least privilege.** Each submission is graded alone, in a throwaway nbgrader course with
+  its own gradebook, by a kernel in a sandbox (tools/grading/sandbox.py): a fresh
+  unprivileged uid even when you are root, a file system of Python and the book's library
+  only (read-only), no network, limits on memory, processes, files and time, and a process
+  namespace killed with the notebook. So no submission can change or read the
+  instructor's files, another student's score, or the machine.
+* **Tests that tampering cannot pass.** Every cell the student added or changed is read for
+  the kernel's machinery (flagged for review by hand); a tests cell must print a token that
+  is new for each run, or it did not run as written (tools/grading/hooks.py); only errors
+  fail it, so a warning on stderr does not, and a result a hook injects scores nothing.
 * **A batch that always finishes.** nbgrader interrupts a cell after the time limit; a
-  kernel that dies or cannot be interrupted makes nbgrader give up on the whole notebook,
-  so here that answer is replaced by its stub (scoring 0, with the reason) and the notebook
-  graded again. A file that is not a notebook scores 0.
-* **One row per exercise** in a CSV, with the reason for every lost point; written
-  exercises are listed for grading by hand; the instructor's own copy (what the Colab
-  badge opens) is recognised and scored 0 with a message saying so; an answer that
-  touches the grading machinery is flagged for a human to read.
+  kernel that dies, hits a limit or cannot be interrupted makes nbgrader give up on the
+  whole notebook, so here that answer is replaced by its stub (scoring 0, with the reason)
+  and the notebook graded again. A notebook has a wall-clock limit too.
+* **One row per exercise** in a CSV, with the reason for every lost point in the grader's
+  words; written exercises are listed for grading by hand; the instructor's own copy (what
+  the Colab badge opens) is recognised and scored 0 with a message saying so; links,
+  FIFOs and oversized files are refused by name (tools/grading/intake.py).
 
     python tools/grading/grade.py SUBMISSIONS [--out grades.csv] [--cell-timeout 60]
 """
@@ -29,7 +34,10 @@ import csv
 import json
 import os
 import re
+import secrets
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -41,18 +49,20 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.chapters import ROOT, read_chapter
-from tools.grading import sandbox
+from tools.grading import intake, sandbox
 from tools.grading.course import COURSE_ID, config_flags, generate, nbgrader
-from tools.grading.exercises import SOLUTION, exercise_cells, grade_id_of, parse_grade_id
+from tools.grading.exercises import exercise_cells, grade_id_of, parse_grade_id
+from tools.grading.hooks import TOKEN_VARIABLE
 
 FIELDS = ["student", "chapter", "exercise", "points", "max_points", "reason"]
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # what nbgrader's stub says
 NOT_FOUND = "answer cell not found (was its cell deleted?)"
 INSTRUCTOR_COPY = ("this is the instructor's copy of the chapter (solutions included, as the "
                    "Colab badge opens it); hand out the copies `make student` writes")
-# Names an honest answer has no reason to use; an answer that does is read by a human.
-SUSPICIOUS = re.compile(r"\b(bertbook|checks|builtins|__builtins__|sys\.modules|importlib|"
-                        r"__dict__|__class__|__eq__|get_ipython|setattr|gradebook|nbgrader)\b")
+REVIEW = "review by hand: {where} uses {names}"
+# What a grading kernel may read besides Python: the book's library and its data.
+LIBRARY = [ROOT / "bertlib", ROOT / "bertbook", ROOT / "data"]
+EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]{0,60}")
 
 
 @dataclass
@@ -89,43 +99,67 @@ class Submission:
     notebook: nbformat.NotebookNode
 
 
+@dataclass
+class Settings:
+    """How a batch is graded: time limits, isolation, network."""
+
+    cell_timeout: int = 60
+    notebook_timeout: int = 1800
+    isolate: bool = True
+    network: bool = False
+
+
 def answers_by_exercise(notebook: nbformat.NotebookNode) -> dict[str, str]:
-    """Exercise -> source of the submission's code answer cell, found by nbgrader's grade id."""
-    found = {}
+    """Exercise -> source of the submission's code answer cell, found by nbgrader's grade id
+    (the first copy, as `intake.repaired` grades it)."""
+    found: dict[str, str] = {}
     for cell in notebook.cells:
         parsed = parse_grade_id(grade_id_of(cell))
         if parsed and parsed[1] == "answer":
-            found[parsed[0]] = cell.source
+            found.setdefault(parsed[0], cell.source)
     return found
 
 
-class Grader:
-    """Grades one chapter's submissions, each in its own course, with one cell time limit."""
+def excerpt(text: str, limit: int) -> str:
+    """A bounded, one-line, printable excerpt of text the student's code controls."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
-    def __init__(self, chapter: Path, submissions: Path, cell_timeout: int, isolate: bool):
-        self.chapter, self.submissions = chapter, submissions.resolve()
-        self.cell_timeout, self.isolate = cell_timeout, isolate
+
+class Grader:
+    """Grades one chapter's submissions, each in its own course."""
+
+    def __init__(self, chapter: Path, settings: Settings):
+        self.chapter, self.settings = chapter, settings
         self.items = exercise_cells(read_chapter(chapter))
         self.code = [i.exercise for i in self.items if i.role == "answer"]
         self.written = [i.exercise for i in self.items if i.role == "written"]
         self.template = Path(tempfile.mkdtemp(prefix="bertbook-gradebook-"))
-        generate([chapter], self.template / "course", self.template / "gradebook.db")
+        released = generate([chapter], self.template / "course",
+                            self.template / "gradebook.db")
+        self.release = nbformat.read(released[chapter.stem], as_version=4)
 
     def close(self) -> None:
         shutil.rmtree(self.template, ignore_errors=True)
 
-    def rows(self, student: str, path: Path) -> list[Row]:
+    def rows(self, found: intake.Found) -> list[Row]:
         """The rows of one submitted notebook."""
+        if found.refused:
+            return self._all_zero(found.student, found.refused)
         try:
-            notebook = nbformat.read(path, as_version=4)
-            nbformat.validate(notebook)
-        except Exception as error:  # any unreadable file scores zero, with the reason
-            return self._all_zero(student, f"not a valid notebook ({type(error).__name__}: "
-                                           f"{str(error)[:120]})")
+            notebook = intake.parse_notebook(intake.read_bounded(found.path))
+        except OSError:
+            notebook = "refused: the file could not be read as a regular file"
+        if isinstance(notebook, str):
+            return self._all_zero(found.student, notebook)
         answers = answers_by_exercise(notebook)
-        if any(SOLUTION[0] in source for source in answers.values()):
-            return self._all_zero(student, INSTRUCTOR_COPY)
-        scores, reasons = self._autograde(Submission(student, notebook))
+        if intake.is_instructor_copy(answers):
+            return self._all_zero(found.student, INSTRUCTOR_COPY)
+        notebook, notes = intake.repaired(notebook, self.release)
+        scores, reasons = self._autograde(Submission(found.student, notebook))
+        flags = {where: intake.machinery_used(source)
+                 for where, source in intake.changed_code(notebook, self.release)}
+        flags = {where: names for where, names in flags.items() if names}
         rows = []
         for exercise in self.code:
             points = scores.get(exercise, 0.0) if exercise in answers else 0.0
@@ -133,10 +167,12 @@ class Grader:
                 reason = NOT_FOUND
             else:  # a point scored means the tests passed, whatever else printed an error
                 reason = "ok" if points else reasons.get(exercise, "ok")
-            if exercise in answers and SUSPICIOUS.search(answers[exercise]):
-                reason += "; review by hand: the answer uses the grading machinery's names"
-            rows.append(Row(student, self.chapter.stem, exercise, points, 1.0, reason))
-        rows += [Row(student, self.chapter.stem, e, "", 1.0, "written: graded by hand")
+            for where, names in flags.items():
+                if where == f"answer {exercise}" or not where.startswith("answer"):
+                    reason += "; " + REVIEW.format(where=where, names=", ".join(names[:6]))
+            rows.append(Row(found.student, self.chapter.stem, exercise, points, 1.0,
+                            "; ".join([reason, *notes, *found.notes])))
+        rows += [Row(found.student, self.chapter.stem, e, "", 1.0, "written: graded by hand")
                  for e in self.written]
         return sorted(rows, key=lambda row: tuple(map(int, row.exercise.split("."))))
 
@@ -160,46 +196,59 @@ class Grader:
         base = Path(tempfile.mkdtemp(prefix="bertbook-grading-"))
         try:
             course, private = base / "course", base / "private"
-            course.mkdir()
-            private.mkdir()
+            for folder in (course / "runtime", private, base / "root"):
+                folder.mkdir(parents=True)
             shutil.copy(self.template / "gradebook.db", private / "gradebook.db")
             notebook = _with_stubs(submission.notebook, stubbed)
             target = course / "submitted" / submission.student / self.chapter.stem
             target.mkdir(parents=True)
             nbformat.write(notebook, target / f"{self.chapter.stem}.ipynb")
-            result = self._run_autograde(course, private, submission.student)
+            try:
+                result = self._run_autograde(base, submission.student)
+            except subprocess.TimeoutExpired:
+                return Stopped(None, f"wall-clock limit: the notebook ran more than "
+                                     f"{self.settings.notebook_timeout} s")
             scores = self._scores(private / "gradebook.db", submission.student)
             graded = course / "autograded" / submission.student / self.chapter.stem
             if scores is None or not graded.exists():
-                return self._what_stopped(private, result.stdout + result.stderr)
+                if os.environ.get("BERTBOOK_GRADING_DEBUG"):
+                    print(result.stdout, result.stderr, file=sys.stderr)
+                return self._what_stopped(base, result.stdout + result.stderr)
             return Graded(scores, self._reasons(graded / f"{self.chapter.stem}.ipynb"))
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
-    def _run_autograde(self, course: Path, private: Path, student: str):
-        (course / "home").mkdir()
-        (course / "tmp").mkdir()
-        _write_kernelspec(private / "jupyter", self._kernel_argv(course, private),
-                          {"BERT_BOOK_SIZE": "smoke", "HOME": str(course / "home"),
-                           "TMPDIR": str(course / "tmp"), "MPLBACKEND": "Agg",
-                           # the chapters' training runs, in this throwaway course: the
-                           # kernel's working folder is read-only in the sandbox
-                           "BERT_BOOK_RUNS": str(course / "runs")})
+    def _run_autograde(self, base: Path, student: str) -> subprocess.CompletedProcess[str]:
+        course, private = base / "course", base / "private"
+        kernel_env = {"BERT_BOOK_SIZE": "smoke", "MPLBACKEND": "Agg",
+                      "BERT_BOOK_RUNS": f"{sandbox.HOME}/runs"}
+        _write_kernelspec(private / "jupyter", self._kernel_argv(base, kernel_env),
+                          kernel_env)
         (private / "nbgrader_config.py").write_text(_CONFIG.format(
-            progress=json.dumps(str(private / "progress.txt"))))
+            root=json.dumps(str(ROOT)), progress=json.dumps(str(private / "progress.txt")),
+            transport=json.dumps("ipc" if self._sealed_off else "tcp"),
+            connection=json.dumps(str(course / "runtime" / "kernel.json"))))
         env = {**os.environ, "JUPYTER_PATH": str(private / "jupyter"),
-               "JUPYTER_RUNTIME_DIR": str(course / "runtime"), "BERT_BOOK_SIZE": "smoke"}
+               "JUPYTER_RUNTIME_DIR": str(course / "runtime"), "BERT_BOOK_SIZE": "smoke",
+               TOKEN_VARIABLE: secrets.token_hex(16)}
         return nbgrader("autograde", self.chapter.stem, f"--student={student}", "--force",
-                        f"--Execute.timeout={self.cell_timeout}",
+                        f"--Execute.timeout={self.settings.cell_timeout}",
                         *config_flags(course, private / "gradebook.db"),
-                        cwd=private, env=env)
+                        cwd=private, env=env, timeout=self.settings.notebook_timeout + 60)
 
-    def _kernel_argv(self, course: Path, private: Path) -> list[str]:
+    @property
+    def _sealed_off(self) -> bool:
+        """The kernel has no network: Jupyter's messages go through files (ipc), not TCP."""
+        return self.settings.isolate and not self.settings.network
+
+    def _kernel_argv(self, base: Path, env: dict[str, str]) -> list[str]:
         kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        if not self.isolate:
+        if not self.settings.isolate:
             return kernel
-        hidden = [ROOT / "chapters", private, self.submissions, self.template]
-        return sandbox.command(course, hidden, kernel)
+        limits = sandbox.Limits(seconds=self.settings.notebook_timeout)
+        return sandbox.command(base / "course" / "runtime", base / "root",
+                               [*sandbox.python_paths(), *LIBRARY], kernel, env, limits,
+                               network=self.settings.network)
 
     def _scores(self, database: Path, student: str) -> dict[str, float] | None:
         """Points per code exercise from nbgrader's gradebook, or None if nothing was graded."""
@@ -223,28 +272,41 @@ class Grader:
         reasons: dict[str, str] = {}
         for cell in nbformat.read(graded, as_version=4).cells:
             parsed = parse_grade_id(grade_id_of(cell))
-            error = _first_error(cell, self.cell_timeout)
+            error = _first_error(cell, self.settings.cell_timeout)
             if parsed and parsed[1] in ("answer", "tests") and error:
                 reasons.setdefault(parsed[0], f"{parsed[1]} cell: {error}")
         return reasons
 
-    def _what_stopped(self, private: Path, log: str) -> Stopped:
-        progress = private / "progress.txt"
+    def _what_stopped(self, base: Path, log: str) -> Stopped:
+        progress = base / "private" / "progress.txt"
         started = progress.read_text().split() if progress.exists() else []
         parsed = parse_grade_id(started[-1]) if started else None
-        if "unresponsive" in log:
+        limit = base / "course" / "runtime" / sandbox.LIMIT_FILE
+        if limit.is_file() and not limit.is_symlink():
+            why = f"the sandbox stopped it at its {excerpt(limit.read_text(), 80)}"
+        elif "unresponsive" in log:
             why = "Timeout: the kernel could not be interrupted (an endless loop?)"
         elif "DeadKernelError" in log or "Kernel died" in log:
-            why = "the kernel died (the answer crashed Python)"
+            why = "the kernel died (the answer crashed Python or hit a memory limit)"
         else:
-            why = f"nbgrader could not grade it: {log.strip().splitlines()[-1][:200]}"
+            last = log.strip().splitlines()[-1] if log.strip() else "no message"
+            why = f"nbgrader could not grade it: {excerpt(last, 160)}"
         running = parsed[0] if parsed and parsed[1] in ("answer", "tests") else None
         return Stopped(running, why)
 
 
-# nbgrader reads this from its working folder; the hook records which cell is running, so a
-# kernel that dies can be traced to its exercise.
+# nbgrader reads this from its working folder. The hook records which cell is running, so a
+# kernel that dies can be traced to its exercise; hooks.py's two preprocessors surround
+# nbgrader's execution (see there why).
 _CONFIG = """\
+import sys
+sys.path.insert(0, {root})
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute,
+                                    IgnorePattern, LimitOutput, SaveAutoGrades)
+from tools.grading.hooks import JudgeTests, MarkTests
+
+
 def _started(cell, cell_index, **_):
     grade_id = cell.metadata.get("nbgrader", {{}}).get("grade_id", "-")
     with open({progress}, "a") as progress:
@@ -253,6 +315,11 @@ def _started(cell, cell_index, **_):
 
 c = get_config()  # noqa: F821
 c.Execute.on_cell_execute = _started
+c.KernelManager.transport = {transport}
+c.KernelManager.connection_file = {connection}  # in the folder the sandbox shares
+c.Autograde.autograde_preprocessors = [
+    MarkTests, Execute, JudgeTests, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+    SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 """
 
 
@@ -277,33 +344,47 @@ def _with_stubs(notebook: nbformat.NotebookNode, stubbed: dict[str, str]
 
 
 def _first_error(cell: nbformat.NotebookNode, cell_timeout: int) -> str | None:
+    """The cell's first error in the grader's words: the exception's name and a bounded,
+    sanitised excerpt of its message (the student's code writes the message)."""
     for output in cell.get("outputs", []):
         if output.get("output_type") != "error":
             continue
-        if output["ename"] in ("KeyboardInterrupt", "CellTimeoutError"):
+        name = output.get("ename", "")
+        if name in ("KeyboardInterrupt", "CellTimeoutError"):
             return f"Timeout: interrupted after {cell_timeout} s (an endless loop?)"
-        return f"{output['ename']}: {output['evalue']}"[:300]
+        name = name if EXCEPTION_NAME.fullmatch(name) else "an error"
+        return f"{name}: {excerpt(str(output.get('evalue', '')), 160)}"
     return None
 
 
-def grade_folder(submissions: Path, cell_timeout: int = 60, isolate: bool = True) -> list[Row]:
+def grade_folder(submissions: Path, cell_timeout: int = 60, isolate: bool = True,
+                 network: bool = False, notebook_timeout: int = 1800) -> list[Row]:
     """Every row for every submission under `submissions`, in a fixed order."""
+    settings = Settings(cell_timeout, notebook_timeout, isolate, network)
+    chapters = {path.stem for path in (ROOT / "chapters").glob("[0-9][0-9]_*.py")}
     rows, graders = [], {}
     try:
-        for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
-            for path in sorted(student_dir.glob("*.ipynb")):
-                chapter = ROOT / "chapters" / f"{path.stem}.py"
-                if not chapter.exists():
-                    rows.append(Row(student_dir.name, path.stem, "", 0, 0, "no such chapter"))
-                    continue
-                if path.stem not in graders:
-                    graders[path.stem] = Grader(chapter, submissions, cell_timeout, isolate)
-                print(f"grading {student_dir.name}/{path.name}", flush=True)
-                rows += graders[path.stem].rows(student_dir.name, path)
+        for student_dir in intake.student_folders(submissions):
+            found, unknown = intake.chapter_files(student_dir, chapters)
+            rows += [Row(student_dir.name, name, "", 0, 0, "no such chapter")
+                     for name in unknown]
+            for item in found:
+                if item.chapter not in graders:
+                    graders[item.chapter] = Grader(
+                        ROOT / "chapters" / f"{item.chapter}.py", settings)
+                print(f"grading {student_dir.name}/{item.path.name}", flush=True)
+                rows += graders[item.chapter].rows(item)
     finally:
         for grader in graders.values():
             grader.close()
     return rows
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text a spreadsheet would read as a formula (=, +, -, @ first) is quoted."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
 
 
 def write_csv(rows: list[Row], out: Path) -> None:
@@ -311,7 +392,7 @@ def write_csv(rows: list[Row], out: Path) -> None:
     with open(out, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(FIELDS)
-        writer.writerows([getattr(row, f) for f in FIELDS] for row in rows)
+        writer.writerows([spreadsheet_safe(getattr(row, f)) for f in FIELDS] for row in rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -319,17 +400,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("submissions", type=Path)
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "grades.csv")
     parser.add_argument("--cell-timeout", type=int, default=60)
+    parser.add_argument("--notebook-timeout", type=int, default=1800,
+                        help="wall-clock seconds for one notebook, every cell together")
+    parser.add_argument("--allow-network", action="store_true",
+                        help="let students' code reach the network (off by default)")
     parser.add_argument("--no-isolation", action="store_true",
                         help="run students' code unconfined (only for code you trust)")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder of student folders")
     if not args.no_isolation and not sandbox.available():
-        parser.error("this machine does not allow user namespaces, which grading uses to "
-                     "keep students' code away from your files. Grade in a Linux container "
+        parser.error("this machine does not allow the namespaces grading uses to keep "
+                     "students' code away from your files. Grade in a Linux container "
                      "or VM (INSTRUCTORS.md shows how), or pass --no-isolation for code "
                      "you trust")
-    rows = grade_folder(args.submissions, args.cell_timeout, isolate=not args.no_isolation)
+    # A batch stopped with SIGTERM (a course server's shutdown, `timeout`) still removes
+    # its temporary courses, which hold the instructor's notebooks and gradebooks.
+    signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
+    rows = grade_folder(args.submissions, args.cell_timeout, not args.no_isolation,
+                        args.allow_network, args.notebook_timeout)
     write_csv(rows, args.out)
     print(f"wrote {len(rows)} rows to {args.out}")
     return 0

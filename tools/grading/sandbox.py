@@ -1,88 +1,366 @@
-"""Run a command (a grading kernel) where it can write to one folder and nothing else.
+"""Run a command (a grading kernel) with no power over the machine, as root or not.
 
-Grading runs students' code. Inside the sandbox that code
+Grading runs students' code, and instructors run graders as root (Colab, docker, course
+servers). Inside this sandbox that code
 
-* can write only to its own folder, a private /dev/shm, and nowhere else: every other
-  mount is read-only, the instructor's checkout and home included;
-* cannot see the folders passed as hidden (the chapters with their solutions, the other
-  submissions, the gradebook): an empty file system is mounted over each;
-* runs in its own process namespace: it sees no other process, and everything it started
-  is killed when it ends;
-* cannot undo any of this: it runs as an unprivileged user of a nested user namespace,
-  which may not change the mounts it was given.
+* runs as an **unprivileged user**: started as root, the sandbox gives it a fresh uid of
+  its own, no capabilities and `no_new_privs`; started as an ordinary user, it runs in a
+  nested user namespace that holds no mapping and no capability over the mounts;
+* sees a **root file system built for it**: the system folders (/usr, /etc, ...) and the
+  folders passed as readable, all read-only; a scratch /tmp (HOME lives there) and
+  /dev/shm of bounded size; a /proc of its own processes only, with /proc/sys read-only;
+  no /sys; a /dev of null, zero, full, random, urandom and tty. Nothing else of the host,
+  so no `.git`, no chapters, no other course folder, no instructor home;
+* may write to one host folder, `--share` (Jupyter's connection file and sockets), whose
+  size is watched;
+* has **no network** (a namespace with only a downed loopback; `--network` keeps the
+  host's), private System V IPC, its own hostname;
+* gets a **clean environment**: PATH, HOME, TMPDIR, LANG and what `--env` names;
+* lives in its **own PID namespace** whose first process is this script, not the student's
+  code: when the command exits, when the wall-clock limit passes, when the shared folder
+  grows too large, or when whoever started the sandbox kills it, that process exits and
+  the kernel kills everything left inside, whatever it did to survive;
+* runs under **limits**: address space, processes (exact when started as root: the uid is
+  fresh), file size, open files, no core dumps.
 
-It still reads whatever its user may read elsewhere (INSTRUCTORS.md says so). It uses
-Linux user and mount namespaces (util-linux's `unshare`), which need no root; `available`
-tells whether this machine allows them.
+When a limit stops it, the sandbox writes which one to `LIMIT_FILE` in the shared folder.
+It uses Linux namespaces through util-linux's `unshare`; `available` says whether this
+machine allows them.
 
-    python tools/grading/sandbox.py --writable DIR [--hide DIR ...] -- COMMAND...
+    python tools/grading/sandbox.py --share DIR --root EMPTY_DIR [--read PATH ...] -- CMD...
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import json
 import os
+import resource
+import secrets
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-NAMESPACES = ["--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child",
-              "--mount-proc"]
-SPECIAL_MOUNTS = ("/proc", "/sys", "/dev")  # their own rules apply; /dev/shm is replaced
+SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+HOME = "/tmp/home"  # on the scratch tmpfs
+LIMIT_FILE = "sandbox-limit.txt"
+PR_SET_NO_NEW_PRIVS = 38
+FIRST_FRESH_UID = 1 << 20  # far above any real user's uid
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandboxed command may use; the defaults fit a chapter at smoke size."""
+
+    memory_mb: int = 4096     # address space of each process
+    processes: int = 256      # processes and threads of the sandbox's uid
+    file_mb: int = 256        # largest file it may write
+    scratch_mb: int = 512     # /tmp (with HOME) and /dev/shm, each
+    share_mb: int = 64        # what it may add to the shared folder
+    seconds: float = 1800.0   # wall clock, from start to the last process
 
 
 def available() -> bool:
-    """True when this machine lets an ordinary process create user and mount namespaces."""
-    try:
-        result = subprocess.run(["unshare", *NAMESPACES, "true"], capture_output=True,
-                                timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0
+    """True when this machine lets this user build the sandbox: it is tried on `true`."""
+    with tempfile.TemporaryDirectory(prefix="bertbook-sandbox-check-") as folder:
+        share, root = Path(folder, "share"), Path(folder, "root")
+        share.mkdir()
+        root.mkdir()
+        try:
+            result = subprocess.run(command(share, root, python_paths(), ["true"]),
+                                    capture_output=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return result.returncode == 0
 
 
-def command(writable: Path, hidden: list[Path], argv: list[str]) -> list[str]:
-    """The command line that runs argv in the sandbox."""
+def _namespaces(network: bool) -> list[str]:
+    """unshare's flags. As root, no user namespace: a fresh uid does the confining."""
+    flags = ["--mount", "--pid", "--fork", "--kill-child", "--ipc", "--uts"]
+    if not network:
+        flags.append("--net")
+    return flags if os.geteuid() == 0 else ["--user", "--map-root-user", *flags]
+
+
+def command(share: Path, root: Path, readable: list[Path], argv: list[str],
+            env: dict[str, str] | None = None, limits: Limits = Limits(),
+            network: bool = False) -> list[str]:
+    """The command line that runs argv in the sandbox (for a kernel spec, say)."""
     inside = [sys.executable, str(Path(__file__).resolve()), "--inside",
-              "--writable", str(writable)]
-    for path in hidden:
-        inside += ["--hide", str(path)]
-    return ["unshare", *NAMESPACES, *inside, "--", *argv]
+              "--share", str(share), "--root", str(root),
+              "--limits", json.dumps(asdict(limits)),
+              "--deadline", str(time.time() + limits.seconds)]
+    for path in readable:
+        inside += ["--read", str(path)]
+    for name, value in (env or {}).items():
+        inside += ["--env", f"{name}={value}"]
+    return ["unshare", *_namespaces(network), *inside, "--", *argv]
 
 
-def _mount(*args: str) -> None:
-    subprocess.run(["mount", *args], check=True, capture_output=True)
+def python_paths() -> list[Path]:
+    """What a Python kernel of this interpreter must read: its installation and its venv."""
+    return sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
 
 
-def _mount_points() -> list[str]:
-    with open("/proc/self/mountinfo") as handle:
-        return [line.split()[4] for line in handle]
+# --- inside: building the root file system ------------------------------------------------
+
+def _run(*argv: str) -> None:
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise OSError(f"sandbox: `{' '.join(argv)}` failed: {result.stderr.strip()}")
 
 
-def _is_special(mount_point: str) -> bool:
-    return any(mount_point == top or mount_point.startswith(top + "/")
-               for top in SPECIAL_MOUNTS) and mount_point != "/dev/shm"
+def _bind_read_only(source: Path, target: Path) -> None:
+    """Bind `source` at `target`, read-only. A remount must keep the locks the source's
+    mount already has (nosuid, nodev, noexec in a user namespace), so they are added."""
+    _run("mount", "--bind", str(source), str(target))
+    _make_read_only(target)
 
 
-def confine(writable: Path, hidden: list[Path]) -> None:
-    """Inside the new namespaces (as their root): make everything but `writable` read-only."""
-    _mount("--make-rprivate", "/")
-    _mount("--bind", str(writable), str(writable))  # its own mount, spared below
-    for mount_point in _mount_points():
-        if mount_point != str(writable) and not _is_special(mount_point):
-            _mount("-o", "remount,bind,ro", mount_point)
-    _mount("-t", "tmpfs", "-o", "size=512m", "tmpfs", "/dev/shm")
-    for path in hidden:
-        if path.is_dir():
-            _mount("-t", "tmpfs", "-o", "ro,size=4k", "tmpfs", str(path))
-        elif path.exists():
-            _mount("--bind", "/dev/null", str(path))
+def _make_read_only(target: Path | str) -> None:
+    for extra in ("nosuid,nodev", "nosuid,nodev,noexec"):
+        if subprocess.run(["mount", "-o", f"remount,bind,ro,{extra}", str(target)],
+                          capture_output=True).returncode == 0:
+            return
+    raise OSError(f"sandbox: cannot make {target} read-only")
+
+
+def _tmpfs(target: Path, size_mb: int, mode: str) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    _run("mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode={mode},nosuid,nodev",
+         "tmpfs", str(target))
+
+
+def _inside(new_root: Path, path: Path | str) -> Path:
+    return new_root / str(path).lstrip("/")
+
+
+def _is_covered(path: Path, bound: list[Path]) -> bool:
+    return any(path == top or top in path.parents for top in bound)
+
+
+def build_root(new_root: Path, share: Path, readable: list[Path], workdir: Path,
+               limits: Limits) -> None:
+    """Mount the sandbox's file system at `new_root` (in this private mount namespace)."""
+    _run("mount", "--make-rprivate", "/")
+    _tmpfs(new_root, 16, "755")
+    bound: list[Path] = []
+    for top in map(Path, SYSTEM):
+        if top.is_symlink():  # merged /usr: /bin -> usr/bin
+            _inside(new_root, top).symlink_to(os.readlink(top))
+        elif top.is_dir():
+            _inside(new_root, top).mkdir()
+            _bind_read_only(top, _inside(new_root, top))
+            bound.append(top)
+    for path in sorted({p.resolve() for p in readable}):
+        if path.exists() and not _is_covered(path, bound):
+            target = _inside(new_root, path)
+            if path.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.touch()
+            _bind_read_only(path, target)
+            bound.append(path)
+    _mount_proc(new_root)
+    _mount_dev(new_root, limits)
+    _tmpfs(_inside(new_root, "/tmp"), limits.scratch_mb, "1777")
+    _inside(new_root, HOME).mkdir()
+    if workdir != share and share not in workdir.parents:  # an empty one of its own
+        _tmpfs(_inside(new_root, workdir), limits.scratch_mb, "1777")
+    _inside(new_root, share).mkdir(parents=True, exist_ok=True)
+    _run("mount", "--bind", str(share), str(_inside(new_root, share)))
+
+
+def _mount_proc(new_root: Path) -> None:
+    """A /proc of this PID namespace; its kernel tunables and triggers read-only."""
+    proc = _inside(new_root, "/proc")
+    proc.mkdir()
+    _run("mount", "-t", "proc", "-o", "nosuid,nodev,noexec", "proc", str(proc))
+    for tunable in ("sys", "sysrq-trigger", "irq", "bus"):
+        if (proc / tunable).exists():
+            _bind_read_only(proc / tunable, proc / tunable)
+
+
+def _mount_dev(new_root: Path, limits: Limits) -> None:
+    """A /dev of the harmless devices, bound from the host's (a user namespace may not
+    create device files), and a private /dev/shm."""
+    dev = _inside(new_root, "/dev")
+    _tmpfs(dev, 1, "755")
+    for name in DEVICES:
+        if Path("/dev", name).exists():
+            (dev / name).touch()
+            _run("mount", "--bind", f"/dev/{name}", str(dev / name))
+    _tmpfs(dev / "shm", limits.scratch_mb, "1777")
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        (dev / name).symlink_to(target)
+    _make_read_only(dev)
+
+
+def enter_root(new_root: Path) -> None:
+    """Make `new_root` this namespace's / and drop the host's file system from it."""
+    os.chdir(new_root)
+    _run("pivot_root", ".", ".")
+    _run("umount", "-l", ".")
+    os.chdir("/")
+
+
+def seal_root() -> None:
+    """The skeleton of folders becomes read-only: in a user namespace the student's code
+    has the same kernel uid as the folders' owner, so file modes alone do not stop it."""
+    _make_read_only("/")
+
+
+# --- inside: the first process and the student's process -----------------------------------
+
+def _is_host_root() -> bool:
+    """Root of the machine itself, not of a user namespace (whose uid_map is partial)."""
+    with open("/proc/self/uid_map") as handle:
+        return os.geteuid() == 0 and handle.read().split() == ["0", "0", "4294967295"]
+
+
+def fresh_uid() -> int:
+    """A uid no file and no other process has, so that limits per uid are exact."""
+    return FIRST_FRESH_UID + secrets.randbelow(1 << 20)
+
+
+def _set_limits(limits: Limits) -> None:
+    mb = 1024 * 1024
+    for which, value in ((resource.RLIMIT_AS, limits.memory_mb * mb),
+                         (resource.RLIMIT_FSIZE, limits.file_mb * mb),
+                         (resource.RLIMIT_NPROC, limits.processes),
+                         (resource.RLIMIT_NOFILE, 1024),
+                         (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(which, (value, value))
+
+
+def _no_new_privileges() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "sandbox: prctl(PR_SET_NO_NEW_PRIVS) failed")
+
+
+def _become_student(uid: int | None, argv: list[str], env: dict[str, str],
+                    workdir: Path, limits: Limits) -> None:
+    """In the forked child: give up every privilege, then run the student's command."""
+    os.chdir(workdir)
+    if uid is not None:  # started as root: the fresh uid, no groups, no capabilities
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    _set_limits(limits)
+    _no_new_privileges()
+    if uid is None:
+        # A nested user namespace without a mapping: no capability over these mounts.
+        argv = [shutil.which("unshare") or "unshare", "--user", "--", *argv]
+    os.execvpe(argv[0], argv, env)
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _stop(share: Path, why: str) -> None:
+    """Record which limit stopped the sandbox, then exit: being the namespace's first
+    process, its exit kills every process left inside."""
+    try:
+        (share / LIMIT_FILE).write_text(why + "\n")
+    except OSError:
+        pass
+    print(f"sandbox: {why}", file=sys.stderr, flush=True)
+    os._exit(137)
+
+
+def supervise(child: int, share: Path, deadline: float, limits: Limits) -> int:
+    """Reap processes until `child` exits; stop everything at a limit."""
+    baseline = _folder_bytes(share)
+    while True:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return 1
+            if pid == 0:
+                break
+            if pid == child:
+                return os.waitstatus_to_exitcode(status)
+        if time.time() > deadline:
+            _stop(share, f"wall-clock limit: {limits.seconds:.0f} s")
+        if _folder_bytes(share) - baseline > limits.share_mb * 1024 * 1024:
+            _stop(share, f"disk limit: more than {limits.share_mb} MB written")
+        time.sleep(0.2)
+
+
+def clean_environment(extra: list[str]) -> dict[str, str]:
+    env = {"PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin",
+                                    "/usr/bin", "/bin"]),
+           "HOME": HOME, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+    for item in extra:
+        name, _, value = item.partition("=")
+        env[name] = value
+    return env
+
+
+def run_inside(args: argparse.Namespace, argv: list[str]) -> int:
+    """As the namespaces' root and first process: build the root, start the student's
+    command as an unprivileged child, and supervise it."""
+    limits = Limits(**json.loads(args.limits))
+    share, workdir = args.share.resolve(), Path.cwd().resolve()
+    uid = fresh_uid() if _is_host_root() else None
+    build_root(args.root.resolve(), share, args.read, workdir, limits)
+    if uid is not None:  # the student's uid must reach its home and the shared folder
+        os.chown(_inside(args.root.resolve(), HOME), uid, uid)
+        for dirpath, _, files in os.walk(share):
+            os.chown(dirpath, uid, uid)
+            for name in files:
+                os.chown(os.path.join(dirpath, name), uid, uid)
+    enter_root(args.root.resolve())
+    seal_root()
+    env = clean_environment(args.env)
+    # Jupyter interrupts a kernel by signalling its whole process group, this process
+    # included: only the student's process may take the interrupt.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    child = os.fork()
+    if child == 0:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        # Past the file-size limit a write fails with an error the code can report,
+        # rather than a signal that kills the kernel without a word.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        try:
+            _become_student(uid, argv, env, workdir, limits)
+        finally:
+            os._exit(127)
+    return supervise(child, share, args.deadline, limits)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--writable", type=Path, required=True)
-    parser.add_argument("--hide", type=Path, action="append", default=[])
+    parser.add_argument("--share", type=Path, required=True,
+                        help="the one host folder the command may write")
+    parser.add_argument("--root", type=Path, required=True,
+                        help="an empty folder to build the sandbox's file system on")
+    parser.add_argument("--read", type=Path, action="append", default=[],
+                        help="a host path the command may read (Python's own are added)")
+    parser.add_argument("--env", action="append", default=[], help="NAME=VALUE to pass")
+    parser.add_argument("--network", action="store_true", help="keep the host's network")
+    parser.add_argument("--limits", default=json.dumps(asdict(Limits())),
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("argv", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -90,13 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     if not run:
         parser.error("no command given after --")
     if not args.inside:
-        os.execvp("unshare", command(args.writable.resolve(),
-                                     [p.resolve() for p in args.hide], run))
-    confine(args.writable, args.hide)
-    # A nested user namespace without a mapping: its processes are an unprivileged user
-    # who may not change the mounts set up above.
-    os.execvp("unshare", ["unshare", "--user", *run])
-    return 1  # not reached: exec replaces this process
+        limits = Limits(**json.loads(args.limits))
+        line = command(args.share.resolve(), args.root.resolve(),
+                       [*python_paths(), *args.read], run, dict(
+                           item.partition("=")[::2] for item in args.env), limits,
+                       args.network)
+        os.execvp(line[0], line)
+    return run_inside(args, run)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+"""Two nbgrader preprocessors that `make grade` adds around nbgrader's own execution.
+
+nbgrader scores a tests cell from its outputs: an error or *anything on stderr* scores 0, a
+number as the cell's result scores that fraction, anything else scores the point. Two
+consequences hurt a grader who runs students' code:
+
+* an honest answer that prints a warning (stderr) loses the point;
+* a student's hook that makes every cell show a result of `1` earns points for wrong
+  answers, and one that turns later cells into `pass` makes the tests never run.
+
+`MarkTests` runs before execution: it appends to every tests cell a line printing a token
+that is new for each grading run. `JudgeTests` runs after execution: a tests cell that does
+not print its token did not run as written and scores 0, flagged for review by hand; of the
+rest, only errors count (stderr and results are set aside), because no tests cell of the
+book returns a score.
+"""
+
+from __future__ import annotations
+
+import os
+
+from nbconvert.preprocessors import Preprocessor
+
+TOKEN_VARIABLE = "BERTBOOK_GRADING_TOKEN"  # the grader puts the run's token here
+NOT_AS_WRITTEN = ("the tests cell did not run as written (something changed how cells "
+                  "run); review by hand")
+
+
+def _is_tests_cell(cell) -> bool:
+    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+    return cell.cell_type == "code" and grade_id.endswith("_tests")
+
+
+def _marker_line(token: str, grade_id: str) -> str:
+    return f"print('{token}:{grade_id}')"
+
+
+class MarkTests(Preprocessor):
+    """Append the token line to every tests cell, after the tests."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if _is_tests_cell(cell):
+            grade_id = cell.metadata.nbgrader.grade_id
+            cell.source = cell.source.rstrip() + "\n" + _marker_line(
+                os.environ[TOKEN_VARIABLE], grade_id)
+        return cell, resources
+
+
+class JudgeTests(Preprocessor):
+    """Keep what a tests cell's score should rest on: its errors, or the proof it ran."""
+
+    def preprocess_cell(self, cell, resources, index):
+        if not _is_tests_cell(cell):
+            return cell, resources
+        grade_id = cell.metadata.nbgrader.grade_id
+        expected = f"{os.environ[TOKEN_VARIABLE]}:{grade_id}"
+        marker = _marker_line(os.environ[TOKEN_VARIABLE], grade_id)
+        cell.source = cell.source.replace("\n" + marker, "")
+        errors = [out for out in cell.outputs if out.output_type == "error"]
+        printed = "".join(out.get("text", "") for out in cell.outputs
+                          if out.output_type == "stream" and out.name == "stdout")
+        if errors:
+            cell.outputs = errors[:1]
+        elif expected not in printed.split("\n"):
+            cell.outputs = [_error("NotRunAsWritten", NOT_AS_WRITTEN)]
+        else:
+            kept = printed.replace(expected + "\n", "")
+            cell.outputs = [_stdout(kept)] if kept.strip() else []
+        return cell, resources
+
+
+def _error(name: str, value: str):
+    from nbformat.v4 import new_output
+
+    return new_output("error", ename=name, evalue=value, traceback=[])
+
+
+def _stdout(text: str):
+    from nbformat.v4 import new_output
+
+    return new_output("stream", name="stdout", text=text)
