@@ -1,12 +1,17 @@
 """`make grade` on nbgrader: right answers score, a wrong one loses just its exercise, a crash,
 an endless loop or a broken file are contained, and no submission can change the
-instructor's files, another student's score, or its own score without a right answer.
+instructor's files, another student's score, or its own score without a right answer; the
+attacks of a hostile student fail (the sandbox's own are in test_sandbox.py) and honest
+mistakes keep their marks. CI runs these as root, as most graders do.
 
 One grading run of chapter 00 at smoke size, with a submission for each case, serves all
 the tests (each submission costs a kernel run of the chapter)."""
 
 import hashlib
+import json
+import os
 import shutil
+import time
 
 import nbformat
 import pytest
@@ -27,12 +32,21 @@ pytestmark = [pytest.mark.slow,  # nbgrader in a sandbox, a kernel per submissio
 
 
 def _submit(folder, student: str, released, answers: dict[str, str] | None = None,
-            drop: str = "") -> None:
+            drop: str = "", first_cell: str = "", pasted: str = "",
+            name: str = "00_preface.ipynb") -> None:
     """`student`'s copy of the preface with the reference answers, or with `answers` (by
-    grade id) in their place; the cell with grade id `drop` deleted."""
+    grade id) in their place; the cell with grade id `drop` deleted; a code cell
+    `first_cell` added at the top; the cell with grade id `pasted` pasted twice."""
     notebook = answered_copy(released, {**reference_answers(PREFACE), **(answers or {})})
     notebook.cells = [cell for cell in notebook.cells if not drop or grade_id_of(cell) != drop]
-    target = folder / student / "00_preface.ipynb"
+    if first_cell:
+        notebook.cells.insert(0, nbformat.v4.new_code_cell(first_cell))
+    for index, cell in enumerate(list(notebook.cells)):
+        if pasted and grade_id_of(cell) == pasted:  # Jupyter's paste keeps the metadata
+            copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+            copy["id"] = "pasted"
+            notebook.cells.insert(index + 1, copy)
+    target = folder / student / name
     target.parent.mkdir(parents=True)
     nbformat.write(notebook, target)
 
@@ -56,6 +70,11 @@ for attempt in attempts:
         attempt()
     except OSError:
         pass
+import ctypes  # a daemon that leaves the session and clears its parent-death signal
+if os.fork() == 0:
+    os.setsid()
+    ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)
+    os.execv("/bin/sleep", ["sleep", "4343.5"])
 '''
 # A subclass whose == always says yes, and a check replaced by one that always passes.
 CHEAT_TOP_WORDS = '''class AlwaysEqual(list):
@@ -72,6 +91,24 @@ except AttributeError:
 def size_for(has_cuda, requested):
     return "cpu"
 '''
+
+
+# An added cell that turns every later cell into `pass`, its names built from pieces.
+NEUTER = '''shell = vars(globals()["__buil" + "tins__"])["get_" + "ipython"]()
+shell.input_transformers_post.append(lambda lines: ["pass\\n"])
+'''
+# A hook that shows a result of 1 before every cell runs: nbgrader's partial credit.
+PARTIAL_CREDIT = '''import sys
+get_ipython().events.register("pre_run_cell", lambda *args: sys.displayhook(1.0))
+'''
+WRONG_TOP_WORDS = "def top_words(documents, n):\n    return []\n"
+EXFILTRATE = "raise RuntimeError(open('/etc/passwd').read() * 50)\n"
+MEMORY_HOG = "hog = bytearray(6 * 1024 ** 3)\n"
+# Honest: a warning on stderr while the tests run, and the solution marker in a comment.
+WARNS = ("import warnings\n# my notes: the ### BEGIN SOLUTION marker was here\n"
+         + reference_answers(PREFACE)["ex0_1_answer"].replace(
+             "-> list[tuple[str, int]]:\n",
+             "-> list[tuple[str, int]]:\n    warnings.warn('counting may be slow')\n"))
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +143,18 @@ def grades(tmp_path_factory, released, protected):
     _submit(folder, "ivy", released, {"ex0_1_answer": CHEAT_TOP_WORDS,
                                       "ex0_2_answer": CHEAT_SIZE_FOR})
     _submit(folder, "zed", released, {"ex0_2_answer": WRONG_SIZE_FOR})  # graded after the vandal
+    _submit(folder, "jon", released, {"ex0_1_answer": WRONG_TOP_WORDS,
+                                      "ex0_2_answer": WRONG_SIZE_FOR}, first_cell=NEUTER)
+    _submit(folder, "kay", released, {"ex0_1_answer": WRONG_TOP_WORDS,
+                                      "ex0_2_answer": WRONG_SIZE_FOR}, first_cell=PARTIAL_CREDIT)
+    _submit(folder, "lou", released, {"ex0_1_answer": EXFILTRATE})
+    (folder / "max").mkdir()  # a link to the instructor's copy
+    (folder / "max" / "00_preface.ipynb").symlink_to(PREFACE.with_suffix(".ipynb"))
+    (folder / "ned").mkdir()  # a FIFO: reading it would wait forever
+    os.mkfifo(folder / "ned" / "00_preface.ipynb")
+    _submit(folder, "oli", released, {"ex0_1_answer": MEMORY_HOG})
+    _submit(folder, "pat", released, {"ex0_1_answer": WARNS}, pasted="ex0_2_answer")
+    _submit(folder, "[quinn]*", released, drop="ex0_2_tests", name="00_preface (1).ipynb")
     rows = grade.grade_folder(folder, cell_timeout=15)
     return {(row.student, row.exercise): row for row in rows}
 
@@ -178,3 +227,64 @@ def test_grading_refuses_to_run_unconfined_code_silently(tmp_path, monkeypatch, 
     with pytest.raises(SystemExit):
         grade.main([str(tmp_path)])
     assert "--no-isolation" in capsys.readouterr().err
+
+
+def test_nothing_a_kernel_starts_outlives_grading(grades):
+    time.sleep(0.5)
+    alive = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            alive += [pid] if b"4343.5" in open(f"/proc/{pid}/cmdline", "rb").read() else []
+        except OSError:
+            pass
+    assert not alive
+
+
+def test_cells_that_stop_the_tests_from_running_score_nothing_and_are_flagged(grades):
+    assert _points(grades, "jon") == [0.0, 0.0]
+    assert "did not run as written" in grades[("jon", "0.1")].reason
+    assert "review by hand: cell 1 uses" in grades[("jon", "0.2")].reason
+    assert ".input_transformers_post" in grades[("jon", "0.2")].reason
+
+
+def test_a_hooked_result_earns_no_partial_credit(grades):
+    assert _points(grades, "kay") == [0.0, 0.0]
+    assert "get_ipython" in grades[("kay", "0.1")].reason
+
+
+def test_reasons_are_bounded_excerpts_never_a_files_contents(grades):
+    reason = grades[("lou", "0.1")].reason
+    assert reason.startswith("answer cell: RuntimeError")
+    assert len(reason) < 250 and "\n" not in reason
+    assert grades[("lou", "0.2")].points == 1.0
+
+
+def test_links_and_fifos_are_refused_by_name_without_being_read(grades):
+    assert _points(grades, "max") == [0.0, 0.0]
+    assert grades[("max", "0.1")].reason == "refused: the submission is a link, not a notebook file"
+    assert _points(grades, "ned") == [0.0, 0.0]
+    assert "not a regular file" in grades[("ned", "0.1")].reason
+
+
+def test_a_memory_hog_loses_its_exercise_and_the_rest_is_graded(grades):
+    assert _points(grades, "oli") == [0.0, 1.0]
+    assert "MemoryError" in grades[("oli", "0.1")].reason
+
+
+def test_honest_mistakes_keep_their_marks(grades):
+    """A warning on stderr, the solution marker in a comment, a pasted copy of a cell."""
+    assert "warnings.warn" in WARNS  # the reference answer still has this signature
+    assert _points(grades, "pat") == [1.0, 1.0]
+    assert "ex0_2_answer appears twice" in grades[("pat", "0.2")].reason
+    assert "review by hand" not in grades[("pat", "0.1")].reason
+
+
+def test_a_renamed_download_in_an_odd_folder_with_its_tests_deleted_is_graded(grades):
+    assert _points(grades, "[quinn]*") == [1.0, 1.0]
+    assert "tests cell of exercise 0.2 was missing: put back" in grades[("[quinn]*", "0.2")].reason
+
+
+def test_the_csv_quotes_what_a_spreadsheet_would_run(tmp_path):
+    out = tmp_path / "grades.csv"
+    grade.write_csv([grade.Row("=HYPERLINK(1)", "00_preface", "0.1", 0.0, 1.0, "-2+3")], out)
+    assert "'=HYPERLINK(1)" in out.read_text() and "'-2+3" in out.read_text()

@@ -48,7 +48,8 @@ facts["sys"] = os.path.exists("/sys/kernel")
 facts["dev"] = sorted(os.listdir("/dev"))
 facts["env"] = sorted(os.environ)
 facts["pids"] = len([p for p in os.listdir("/proc") if p.isdigit()])
-facts["namespaces"] = {n: os.readlink(f"/proc/self/ns/{n}") for n in ("ipc", "net", "pid", "mnt", "uts")}
+facts["namespaces"] = {n: os.readlink(f"/proc/self/ns/{n}")
+                      for n in ("ipc", "net", "pid", "mnt", "uts")}
 facts["visible"] = {p: os.path.exists(p) for p in sys.argv[2:]}
 facts["git_show"] = subprocess.run(["git", "-C", sys.argv[1], "show", "HEAD:README.md"],
                                    capture_output=True).returncode

@@ -62,6 +62,9 @@ INSTRUCTOR_COPY = ("this is the instructor's copy of the chapter (solutions incl
 REVIEW = "review by hand: {where} uses {names}"
 # What a grading kernel may read besides Python: the book's library and its data.
 LIBRARY = [ROOT / "bertlib", ROOT / "bertbook", ROOT / "data"]
+# Each submission has a course of its own, where the student is always this one: nbgrader
+# reads a student id as a file pattern, and a folder name is the student's to choose.
+NBGRADER_STUDENT = "student"
 EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]{0,60}")
 
 
@@ -200,16 +203,16 @@ class Grader:
                 folder.mkdir(parents=True)
             shutil.copy(self.template / "gradebook.db", private / "gradebook.db")
             notebook = _with_stubs(submission.notebook, stubbed)
-            target = course / "submitted" / submission.student / self.chapter.stem
+            target = course / "submitted" / NBGRADER_STUDENT / self.chapter.stem
             target.mkdir(parents=True)
             nbformat.write(notebook, target / f"{self.chapter.stem}.ipynb")
             try:
-                result = self._run_autograde(base, submission.student)
+                result = self._run_autograde(base)
             except subprocess.TimeoutExpired:
                 return Stopped(None, f"wall-clock limit: the notebook ran more than "
                                      f"{self.settings.notebook_timeout} s")
-            scores = self._scores(private / "gradebook.db", submission.student)
-            graded = course / "autograded" / submission.student / self.chapter.stem
+            scores = self._scores(private / "gradebook.db")
+            graded = course / "autograded" / NBGRADER_STUDENT / self.chapter.stem
             if scores is None or not graded.exists():
                 if os.environ.get("BERTBOOK_GRADING_DEBUG"):
                     print(result.stdout, result.stderr, file=sys.stderr)
@@ -218,7 +221,7 @@ class Grader:
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
-    def _run_autograde(self, base: Path, student: str) -> subprocess.CompletedProcess[str]:
+    def _run_autograde(self, base: Path) -> subprocess.CompletedProcess[str]:
         course, private = base / "course", base / "private"
         kernel_env = {"BERT_BOOK_SIZE": "smoke", "MPLBACKEND": "Agg",
                       "BERT_BOOK_RUNS": f"{sandbox.HOME}/runs"}
@@ -231,7 +234,7 @@ class Grader:
         env = {**os.environ, "JUPYTER_PATH": str(private / "jupyter"),
                "JUPYTER_RUNTIME_DIR": str(course / "runtime"), "BERT_BOOK_SIZE": "smoke",
                TOKEN_VARIABLE: secrets.token_hex(16)}
-        return nbgrader("autograde", self.chapter.stem, f"--student={student}", "--force",
+        return nbgrader("autograde", self.chapter.stem, f"--student={NBGRADER_STUDENT}", "--force",
                         f"--Execute.timeout={self.settings.cell_timeout}",
                         *config_flags(course, private / "gradebook.db"),
                         cwd=private, env=env, timeout=self.settings.notebook_timeout + 60)
@@ -250,14 +253,15 @@ class Grader:
                                [*sandbox.python_paths(), *LIBRARY], kernel, env, limits,
                                network=self.settings.network)
 
-    def _scores(self, database: Path, student: str) -> dict[str, float] | None:
+    def _scores(self, database: Path) -> dict[str, float] | None:
         """Points per code exercise from nbgrader's gradebook, or None if nothing was graded."""
         from nbgrader.api import Gradebook, MissingEntry
 
         with Gradebook(f"sqlite:///{database}", COURSE_ID) as gradebook:
             try:
                 graded = gradebook.find_submission_notebook(self.chapter.stem,
-                                                            self.chapter.stem, student)
+                                                            self.chapter.stem,
+                                                            NBGRADER_STUDENT)
             except MissingEntry:
                 return None
             scores = {}

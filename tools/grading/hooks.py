@@ -38,6 +38,8 @@ def _marker_line(token: str, grade_id: str) -> str:
 class MarkTests(Preprocessor):
     """Append the token line to every tests cell, after the tests."""
 
+    enabled = True  # nbconvert runs a preprocessor only when it is enabled
+
     def preprocess_cell(self, cell, resources, index):
         if _is_tests_cell(cell):
             grade_id = cell.metadata.nbgrader.grade_id
@@ -48,6 +50,8 @@ class MarkTests(Preprocessor):
 
 class JudgeTests(Preprocessor):
     """Keep what a tests cell's score should rest on: its errors, or the proof it ran."""
+
+    enabled = True
 
     def preprocess_cell(self, cell, resources, index):
         if not _is_tests_cell(cell):

@@ -152,9 +152,10 @@ def repaired(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode
              ) -> tuple[nbformat.NotebookNode, list[str]]:
     """The notebook with exercise cells nbgrader can grade, and what was changed.
 
-    A copy of an exercise cell (same grade id) keeps its code but loses nbgrader's role,
-    so the first copy is graded; a tests cell the student deleted is put back after the
-    exercise's answer, as nbgrader itself restores tests cells the student changed.
+    A copy of an exercise cell (same grade id, as Jupyter's copy and paste leaves it) loses
+    nbgrader's role and runs as an ordinary cell, as it ran for the student; a tests cell
+    the student deleted is put back after the exercise's answer, as nbgrader itself
+    restores tests cells the student changed.
     """
     fixed = copy.deepcopy(notebook)
     notes, seen = [], set()
@@ -162,7 +163,7 @@ def repaired(notebook: nbformat.NotebookNode, release: nbformat.NotebookNode
         grade_id = grade_id_of(cell)
         if grade_id and grade_id in seen:
             cell.metadata.pop("nbgrader", None)
-            notes.append(f"a copy of cell {grade_id} was not graded (the first copy was)")
+            notes.append(f"cell {grade_id} appears twice: the copy ran as an ordinary cell")
         seen.add(grade_id)
     for cell in release.cells:
         parsed = parse_grade_id(grade_id_of(cell))
