@@ -288,3 +288,23 @@ def test_the_csv_quotes_what_a_spreadsheet_would_run(tmp_path):
     out = tmp_path / "grades.csv"
     grade.write_csv([grade.Row("=HYPERLINK(1)", "00_preface", "0.1", 0.0, 1.0, "-2+3")], out)
     assert "'=HYPERLINK(1)" in out.read_text() and "'-2+3" in out.read_text()
+
+
+def test_a_cell_that_prints_without_end_keeps_a_bounded_output_and_its_error():
+    from tools.grading.hooks import MAX_OUTPUT_CHARS, BoundedExecute
+
+    execute, outs = BoundedExecute(), []
+    execute.reset_execution_trackers()  # what nbclient does before a notebook runs
+    execute.clear_before_next_output = False  # ... and before each cell
+    line = {"msg_type": "stream", "parent_header": {"msg_id": "m"},
+            "header": {"msg_type": "stream"},
+            "content": {"name": "stdout", "text": "x" * 10_000}}
+    for _ in range(100):
+        execute.output(outs, line, None, 0)
+    error = {"msg_type": "error", "parent_header": {"msg_id": "m"},
+             "header": {"msg_type": "error"},
+             "content": {"ename": "ValueError", "evalue": "y" * 10**6, "traceback": []}}
+    execute.output(outs, error, None, 0)
+    assert sum(len(out.get("text", "")) for out in outs) <= MAX_OUTPUT_CHARS + 100
+    assert "output cut" in outs[-2]["text"]
+    assert outs[-1]["ename"] == "ValueError" and len(outs[-1]["evalue"]) <= 2000

@@ -67,7 +67,7 @@ def generate(chapters: list[Path], course: Path, database: Path) -> dict[str, Pa
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(source_notebook(chapter), folder / f"{chapter.stem}.ipynb")
         result = nbgrader("generate_assignment", chapter.stem, "--force",
-                          *config_flags(course, database), cwd=course)
+                          *config_flags(course, database), cwd=course, timeout=600)
         student_copy = course / "release" / chapter.stem / f"{chapter.stem}.ipynb"
         if result.returncode != 0 or not student_copy.exists():
             raise RuntimeError(f"nbgrader generate_assignment {chapter.stem} failed:\n"

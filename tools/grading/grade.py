@@ -235,7 +235,7 @@ class Grader:
                "JUPYTER_RUNTIME_DIR": str(course / "runtime"), "BERT_BOOK_SIZE": "smoke",
                TOKEN_VARIABLE: secrets.token_hex(16)}
         return nbgrader("autograde", self.chapter.stem, f"--student={NBGRADER_STUDENT}", "--force",
-                        f"--Execute.timeout={self.settings.cell_timeout}",
+                        f"--BoundedExecute.timeout={self.settings.cell_timeout}",
                         *config_flags(course, private / "gradebook.db"),
                         cwd=private, env=env, timeout=self.settings.notebook_timeout + 60)
 
@@ -306,9 +306,9 @@ _CONFIG = """\
 import sys
 sys.path.insert(0, {root})
 from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute,
-                                    IgnorePattern, LimitOutput, SaveAutoGrades)
-from tools.grading.hooks import JudgeTests, MarkTests
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
+                                    LimitOutput, SaveAutoGrades)
+from tools.grading.hooks import BoundedExecute, JudgeTests, MarkTests
 
 
 def _started(cell, cell_index, **_):
@@ -318,11 +318,11 @@ def _started(cell, cell_index, **_):
 
 
 c = get_config()  # noqa: F821
-c.Execute.on_cell_execute = _started
+c.BoundedExecute.on_cell_execute = _started
 c.KernelManager.transport = {transport}
 c.KernelManager.connection_file = {connection}  # in the folder the sandbox shares
 c.Autograde.autograde_preprocessors = [
-    MarkTests, Execute, JudgeTests, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+    MarkTests, BoundedExecute, JudgeTests, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
     SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 """
 

@@ -1,4 +1,5 @@
-"""Two nbgrader preprocessors that `make grade` adds around nbgrader's own execution.
+"""Three nbgrader preprocessors that `make grade` puts in place of and around nbgrader's
+own execution.
 
 nbgrader scores a tests cell from its outputs: an error or *anything on stderr* scores 0, a
 number as the cell's result scores that fraction, anything else scores the point. Two
@@ -12,16 +13,21 @@ consequences hurt a grader who runs students' code:
 that is new for each grading run. `JudgeTests` runs after execution: a tests cell that does
 not print its token did not run as written and scores 0, flagged for review by hand; of the
 rest, only errors count (stderr and results are set aside), because no tests cell of the
-book returns a score.
+book returns a score. `BoundedExecute` is nbgrader's execution keeping at most
+MAX_OUTPUT_CHARS of output per cell: a cell that prints gigabytes would otherwise fill the
+grader's memory (nbgrader's own LimitOutput counts lines, after the fact).
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from nbconvert.preprocessors import Preprocessor
+from nbgrader.preprocessors import Execute
 
 TOKEN_VARIABLE = "BERTBOOK_GRADING_TOKEN"  # the grader puts the run's token here
+MAX_OUTPUT_CHARS = 200_000
 NOT_AS_WRITTEN = ("the tests cell did not run as written (something changed how cells "
                   "run); review by hand")
 
@@ -83,3 +89,23 @@ def _stdout(text: str):
     from nbformat.v4 import new_output
 
     return new_output("stream", name="stdout", text=text)
+
+
+class BoundedExecute(Execute):
+    """nbgrader's Execute, dropping a cell's output past MAX_OUTPUT_CHARS (errors are kept,
+    cut short, since they decide the score)."""
+
+    def output(self, outs, msg, display_id, cell_index):
+        sizes = self.__dict__.setdefault("_output_chars", {})
+        if msg["msg_type"] == "error":
+            content = msg["content"]
+            content["evalue"] = str(content.get("evalue", ""))[:2000]
+            content["traceback"] = list(content.get("traceback", []))[-20:]
+            return super().output(outs, msg, display_id, cell_index)
+        sizes[cell_index] = sizes.get(cell_index, 0) + len(json.dumps(msg["content"]))
+        if sizes[cell_index] > MAX_OUTPUT_CHARS:
+            cut_note = f"[output cut: more than {MAX_OUTPUT_CHARS:,} characters]\n"
+            if not any(out.get("text") == cut_note for out in outs):
+                outs.append(_stdout(cut_note))
+            return None
+        return super().output(outs, msg, display_id, cell_index)

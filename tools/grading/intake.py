@@ -30,6 +30,7 @@ import nbformat
 from tools.grading.exercises import SOLUTION, grade_id_of, parse_grade_id
 
 MAX_BYTES = 20 * 1024 * 1024  # the largest chapter with outputs is a few MB
+MAX_CELLS = 1000  # the longest chapter has about 150 cells
 # "00_preface.ipynb", "00_preface (1).ipynb" (a browser's second download),
 # "Copy of 00_preface.ipynb" (Colab's "Save a copy")
 NOTEBOOK_NAME = re.compile(r"(?:Copy of )?(?P<stem>\d\d_\w+?)(?: ?\(\d+\))?\.ipynb",
@@ -123,6 +124,8 @@ def parse_notebook(data: bytes) -> nbformat.NotebookNode | str:
         return "not a valid notebook (not UTF-8 text)"
     except Exception:  # nbformat raises several kinds for a file that is not JSON
         return "not a valid notebook (not a Jupyter notebook's JSON)"
+    if len(notebook.cells) > MAX_CELLS:
+        return f"refused: {len(notebook.cells)} cells, more than a notebook's {MAX_CELLS}"
     _renumber_duplicate_ids(notebook)
     try:
         nbformat.validate(notebook)

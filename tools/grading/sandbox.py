@@ -112,7 +112,7 @@ def python_paths() -> list[Path]:
 # --- inside: building the root file system ------------------------------------------------
 
 def _run(*argv: str) -> None:
-    result = subprocess.run(argv, capture_output=True, text=True)
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     if result.returncode != 0:
         raise OSError(f"sandbox: `{' '.join(argv)}` failed: {result.stderr.strip()}")
 
@@ -127,7 +127,7 @@ def _bind_read_only(source: Path, target: Path) -> None:
 def _make_read_only(target: Path | str) -> None:
     for extra in ("nosuid,nodev", "nosuid,nodev,noexec"):
         if subprocess.run(["mount", "-o", f"remount,bind,ro,{extra}", str(target)],
-                          capture_output=True).returncode == 0:
+                          capture_output=True, timeout=60).returncode == 0:
             return
     raise OSError(f"sandbox: cannot make {target} read-only")
 
