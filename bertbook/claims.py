@@ -13,11 +13,10 @@ from __future__ import annotations
 __all__ = ["claim"]
 
 
-def claim(holds: bool, statement: str, assert_it: bool) -> bool:
+def claim(holds: bool, statement: str, assert_it: bool) -> None:
     """Print `statement` with its verdict; raise AssertionError if it fails and assert_it.
-    Returns whether it holds, for a chapter that says more about either case."""
+    It returns nothing, so a cell that ends with a claim shows the verdict alone."""
     verdict = "holds" if holds else "does NOT hold at this size"
     print(f"claim {verdict}: {statement}")
     if assert_it and not holds:
         raise AssertionError(f"claim failed: {statement}")
-    return holds

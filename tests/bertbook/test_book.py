@@ -156,8 +156,8 @@ def test_steps_scale_cuts_training_lengths_and_claims(monkeypatch):
 def test_a_claim_prints_its_verdict_and_asserts_only_where_shown(capsys):
     from bertbook.claims import claim
 
-    assert claim(True, "pretraining helps", assert_it=True)
-    assert not claim(False, "left-to-right wins", assert_it=False)
+    assert claim(True, "pretraining helps", assert_it=True) is None  # no echo under a cell
+    claim(False, "left-to-right wins", assert_it=False)
     assert capsys.readouterr().out.splitlines() == [
         "claim holds: pretraining helps",
         "claim does NOT hold at this size: left-to-right wins"]

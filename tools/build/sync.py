@@ -4,7 +4,8 @@ The slug lives in one place, `[tool.bertbook]` in pyproject.toml. From it this s
 writes each chapter's Colab set-up cell and the README's chapter table with its
 "Open in Colab" badges. It gives the exercise cells nbgrader's metadata (derived from
 their layout, tools/grading/exercises.py), then pairs every chapter's .py with its .ipynb
-(jupytext --sync, which keeps the notebook's outputs).
+(jupytext --sync, which keeps the notebook's outputs) and keeps the saved outputs quiet
+(tools/build/outputs.py: one line per progress bar, as the reader saw it).
 
     python tools/build/sync.py            # rewrite what is out of date
     python tools/build/sync.py --check    # list it and exit 1, write nothing
@@ -22,8 +23,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import jupytext
+import nbformat
 
 from bertbook.library_map import library_table
+from tools.build.outputs import quiet_outputs
 from tools.chapters import ROOT, book_settings, chapter_sources
 from tools.grading.exercises import hidden_tests_misplaced, nbgrader_metadata
 
@@ -132,6 +135,18 @@ def stale_files(root: Path = ROOT) -> dict[Path, str]:
     return updates
 
 
+def noisy_notebooks(root: Path = ROOT) -> dict[Path, nbformat.NotebookNode]:
+    """Notebook twins whose saved outputs still hold progress-bar updates, quieted."""
+    noisy = {}
+    for chapter in chapter_sources(root):
+        twin = chapter.with_suffix(".ipynb")
+        if twin.exists():
+            notebook = nbformat.read(twin, as_version=4)
+            if quiet_outputs(notebook):
+                noisy[twin] = notebook
+    return noisy
+
+
 def pair_notebooks(root: Path = ROOT) -> None:
     """jupytext --sync each chapter: the newer twin updates the other, outputs are kept."""
     sources = [str(path) for path in chapter_sources(root)]
@@ -143,11 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
-    updates = stale_files()
+    updates, noisy = stale_files(), noisy_notebooks()
     if args.check:
-        for path in updates:
+        for path in [*updates, *noisy]:
             print(f"{path.relative_to(ROOT)}: out of date (run `make sync`)")
-        return 1 if updates else 0
+        return 1 if updates or noisy else 0
+    for path, notebook in noisy.items():
+        nbformat.write(notebook, path)
+        path.with_suffix(".py").touch()  # the .py stays the newer twin: the inputs' source
+        print(f"quieted the saved outputs of {path.relative_to(ROOT)}")
     for path, text in updates.items():
         path.write_text(text, encoding="utf-8")
         print(f"updated {path.relative_to(ROOT)}")
