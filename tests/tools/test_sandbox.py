@@ -181,3 +181,15 @@ def test_filling_the_shared_folder_stops_everything_and_says_so(tmp_path):
     assert result.returncode != 0
     assert "disk limit" in (tmp_path / "share" / sandbox.LIMIT_FILE).read_text()
     assert (tmp_path / "share" / "fill").stat().st_size < 100 * 1024 * 1024
+
+
+def test_a_readable_folder_under_tmp_is_not_hidden_by_the_scratch(tmp_path):
+    """A checkout cloned into /tmp (as CI clones one) stays readable inside."""
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "module.py").write_text("ANSWER = 42\n")
+    result = _sandboxed(tmp_path, [sys.executable, "-c",
+                                   f"print(open({str(library / 'module.py')!r}).read())"],
+                        "--read", str(library))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ANSWER = 42" in result.stdout

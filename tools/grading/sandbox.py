@@ -151,30 +151,29 @@ def build_root(new_root: Path, share: Path, readable: list[Path], workdir: Path,
     """Mount the sandbox's file system at `new_root` (in this private mount namespace)."""
     _run("mount", "--make-rprivate", "/")
     _tmpfs(new_root, 16, "755")
-    bound: list[Path] = []
+    # The scratch first: a folder the sandbox reads may lie under /tmp (a checkout cloned
+    # there, say), and its binding must go on top of the scratch, not under it.
+    _tmpfs(_inside(new_root, "/tmp"), limits.scratch_mb, "1777")
+    _inside(new_root, HOME).mkdir()
+    shown = [top for top in map(Path, SYSTEM) if top.is_dir() and not top.is_symlink()]
+    shown += [path for path in sorted({p.resolve() for p in readable})
+              if path.exists() and not _is_covered(path, shown)]
+    if workdir != Path("/") and not any(_is_covered(workdir, [path]) or workdir in path.parents
+                                        for path in shown):
+        _tmpfs(_inside(new_root, workdir), limits.scratch_mb, "1777")  # empty, its own
     for top in map(Path, SYSTEM):
         if top.is_symlink():  # merged /usr: /bin -> usr/bin
             _inside(new_root, top).symlink_to(os.readlink(top))
-        elif top.is_dir():
-            _inside(new_root, top).mkdir()
-            _bind_read_only(top, _inside(new_root, top))
-            bound.append(top)
-    for path in sorted({p.resolve() for p in readable}):
-        if path.exists() and not _is_covered(path, bound):
-            target = _inside(new_root, path)
-            if path.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.touch()
-            _bind_read_only(path, target)
-            bound.append(path)
+    for path in shown:
+        target = _inside(new_root, path)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.touch()
+        _bind_read_only(path, target)
     _mount_proc(new_root)
     _mount_dev(new_root, limits)
-    _tmpfs(_inside(new_root, "/tmp"), limits.scratch_mb, "1777")
-    _inside(new_root, HOME).mkdir()
-    if workdir != share and share not in workdir.parents:  # an empty one of its own
-        _tmpfs(_inside(new_root, workdir), limits.scratch_mb, "1777")
     _inside(new_root, share).mkdir(parents=True, exist_ok=True)
     _run("mount", "--bind", str(share), str(_inside(new_root, share)))
 
