@@ -19,7 +19,7 @@ from torch import nn
 from bertlib.batch import IGNORE_INDEX, MODEL_INPUTS, PaddingCollator
 from bertlib.config import BertConfig
 from bertlib.errors import ConfigError, InputError
-from bertlib.model import BertModel, BertPreTrainedModel
+from bertlib.model import BertModel, BertPreTrainedModel, ModelOutput, register_output
 from bertlib.runtime import best_device, seed_everything
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, words_in
 from bertlib.train import Trainer, TrainingConfig, autocast, resolve_precision
@@ -42,8 +42,9 @@ __all__ = [
 
 
 # From chapters/07_fine_tuning.py, cell 24.
+@register_output
 @dataclass
-class TaskOutput:
+class TaskOutput(ModelOutput):
     """loss (when labels were given) and logits: (batch, labels) for a sentence,
     (batch, seq, labels) for tokens, (batch, seq, 2) start and end scores for spans."""
 

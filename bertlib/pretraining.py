@@ -17,7 +17,7 @@ from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
 from bertlib.errors import CheckpointError, ConfigError, InputError
 from bertlib.masking import MaskingRecipe, PretrainingCollator
-from bertlib.model import BertModel, BertPreTrainedModel, activation
+from bertlib.model import BertModel, BertPreTrainedModel, ModelOutput, activation, register_output
 from bertlib.runtime import best_device, seed_everything
 from bertlib.sentence_pairs import SentencePair, sentence_documents, sentence_pairs
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
@@ -81,8 +81,9 @@ class BertOnlyMLMHead(nn.Module):
         self.predictions = BertLMPredictionHead(config)
 
 
+@register_output
 @dataclass
-class PreTrainingOutput:
+class PreTrainingOutput(ModelOutput):
     """loss = mlm_loss + nsp_loss (those whose labels were given). Without labels,
     mlm_logits are (batch, seq, vocab). With labels they are scored only where pieces were
     hidden, and mlm_labels holds the piece each row of them should guess: (n_hidden, vocab)

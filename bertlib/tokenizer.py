@@ -131,6 +131,32 @@ def _check_vocab(vocab: dict[str, int]) -> None:
 
 
 # From chapters/02_tokens.py, cell 21.
+def _read_vocab_txt(path: Path) -> dict[str, int]:
+    """BERT's vocab.txt: one piece per line, the line number its id."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise TokenizerError(f"{path} is not UTF-8 text ({error.reason} at byte "
+                             f"{error.start}); a BERT vocab.txt is one UTF-8 piece per "
+                             "line") from None
+    return {piece: i for i, piece in enumerate(lines)}
+
+
+def _read_tokenizer_json(path: Path) -> dict[str, int]:
+    """The WordPiece vocabulary inside a `tokenizers` file (what transformers 5 saves)."""
+    if not path.is_file():
+        raise TokenizerError(f"no vocab.txt or tokenizer.json in {path.parent}")
+    try:
+        model = json.loads(path.read_text(encoding="utf-8"))["model"]
+    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        raise TokenizerError(f"{path} is not a tokenizers JSON file; save the tokenizer "
+                             "again") from None
+    if model.get("type") != "WordPiece":
+        raise TokenizerError(f"{path} holds a {model.get('type')} model, not BERT's "
+                             "WordPiece")
+    return dict(model["vocab"])
+
+
 class BertTokenizer:
     """BERT's WordPiece tokenizer over a vocabulary; `tokenizer(texts)` gives model input."""
 
@@ -158,16 +184,18 @@ class BertTokenizer:
         pipeline.post_processor = TemplateProcessing(
             single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=specials)
         pipeline.decoder = decoders.WordPiece()
+        # "[MASK]" typed in a text is the mask token, as in transformers' tokenizer: special
+        # tokens are matched in the raw text, before lower-casing and splitting.
+        pipeline.add_special_tokens(list(SPECIAL_TOKENS))
         return pipeline
 
     @classmethod
     def from_pretrained(cls, folder: str | Path, max_length: int | None = None) -> "BertTokenizer":
-        """Read a checkpoint folder's vocab.txt (one piece per line; line number = id), and
-        from tokenizer_config.json, when present, the maximum length and lower-casing
+        """Read a checkpoint folder's vocabulary: vocab.txt (one piece per line; line number
+        = id) or, as transformers 5 saves it, tokenizer.json alone; and from
+        tokenizer_config.json, when present, the maximum length and lower-casing
         (max_length given here wins)."""
         path = Path(folder) / "vocab.txt" if Path(folder).is_dir() else Path(folder)
-        if not path.is_file():
-            raise TokenizerError(f"no vocab.txt at {path}")
         settings_file = path.parent / "tokenizer_config.json"
         try:
             settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
@@ -176,14 +204,9 @@ class BertTokenizer:
                                  "BERT's) or save the tokenizer again") from None
         saved_length = settings.get("model_max_length", 512)
         length = max_length or (saved_length if saved_length <= 1_000_000 else 512)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as error:
-            raise TokenizerError(f"{path} is not UTF-8 text ({error.reason} at byte "
-                                 f"{error.start}); a BERT vocab.txt is one UTF-8 piece per "
-                                 "line") from None
-        return cls({piece: i for i, piece in enumerate(lines)}, max_length=length,
-                   lowercase=settings.get("do_lower_case", True))
+        vocab = (_read_vocab_txt(path) if path.is_file()
+                 else _read_tokenizer_json(path.parent / "tokenizer.json"))
+        return cls(vocab, max_length=length, lowercase=settings.get("do_lower_case", True))
 
     def save_pretrained(self, folder: str | Path) -> Path:
         """Write vocab.txt, tokenizer.json and tokenizer_config.json (lower-casing, maximum

@@ -236,7 +236,7 @@ Module and parameter names follow the original BERT checkpoints (as `transformer
 them), so real weights load without renaming.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
@@ -430,8 +430,45 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden[:, 0]))
 
 
+class ModelOutput:
+    """What every model of the library returns: a dataclass whose fields are read by name
+    (`out.logits`), by key (`out["logits"]`) or by position like transformers' outputs
+    (`out[0]` is the loss when there is one; fields that are None are skipped), so code
+    written for transformers, its Trainer included, reads them. Each subclass is
+    registered with torch's pytree, so torch.export and the ONNX exporter trace through it.
+    """
+
+    def to_tuple(self) -> tuple:
+        return tuple(value for value in (getattr(self, f.name) for f in fields(self))
+                     if value is not None)
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+
+    def __getitem__(self, key: str | int | slice):
+        if isinstance(key, str):
+            if key not in self.keys():
+                raise KeyError(f"{type(self).__name__} has no {key!r}; it has {self.keys()}")
+            return getattr(self, key)
+        return self.to_tuple()[key]
+
+    def __iter__(self):
+        return iter(self.to_tuple())
+
+    def __len__(self) -> int:
+        return len(self.to_tuple())
+
+
+def register_output(cls: type) -> type:
+    """Decorator after @dataclass: make the output class known to torch's pytree."""
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    torch.export.register_dataclass(cls, serialized_type_name=name)
+    return cls
+
+
+@register_output
 @dataclass
-class BertModelOutput:
+class BertModelOutput(ModelOutput):
     """last_hidden_state (batch, seq, hidden); pooler_output (batch, hidden) or None;
     attentions: one (batch, heads, seq, seq) tensor per layer, when asked for (bertviz's
     format)."""

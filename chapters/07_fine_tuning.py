@@ -520,11 +520,12 @@ from torch import nn
 from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
 from bertlib.errors import InputError
-from bertlib.model import BertModel, BertPreTrainedModel
+from bertlib.model import BertModel, BertPreTrainedModel, ModelOutput, register_output
 
 
+@register_output
 @dataclass
-class TaskOutput:
+class TaskOutput(ModelOutput):
     """loss (when labels were given) and logits: (batch, labels) for a sentence,
     (batch, seq, labels) for tokens, (batch, seq, 2) start and end scores for spans."""
 

@@ -43,6 +43,32 @@ def test_ids_equal_transformers_over_the_whole_corpus(ours, reference, paragraph
     assert len(paragraphs) > 4000 and mismatched == []
 
 
+# Special tokens typed into a text, as users write fill-mask prompts.
+TEXTS_WITH_SPECIALS = ["the capital of france is [MASK].", "[CLS] one [SEP] two",
+                       "Paris[MASK]London and [UNK]", "padding [PAD][PAD] here"]
+
+
+def test_special_tokens_written_in_a_text_are_recognised_as_transformers_does(ours,
+                                                                               reference):
+    for text in TEXTS_WITH_SPECIALS:
+        assert ours.encode(text).ids == reference(text)["input_ids"], text
+    assert ours.mask_id in ours.encode(TEXTS_WITH_SPECIALS[0]).ids
+
+
+def test_a_folder_saved_by_transformers_5_loads_with_the_same_ids(reference, paragraphs,
+                                                                   tmp_path):
+    reference.save_pretrained(str(tmp_path))
+    assert not (tmp_path / "vocab.txt").exists()  # transformers 5 writes tokenizer.json only
+    loaded = BertTokenizer.from_pretrained(tmp_path)
+    for text in [*paragraphs[:300], *TEXTS_WITH_SPECIALS]:
+        assert loaded.encode(text).ids == reference(text)["input_ids"]
+
+
+def test_a_folder_with_no_vocabulary_says_what_is_missing(tmp_path):
+    with pytest.raises(TokenizerError, match="no vocab.txt or tokenizer.json"):
+        BertTokenizer.from_pretrained(tmp_path)
+
+
 def test_teaching_version_equals_the_fast_one(ours, paragraphs):
     vocab = ours.vocab
     assert all(teaching_tokenize(text, vocab) == ours.tokenize(text) for text in paragraphs)
