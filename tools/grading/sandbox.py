@@ -324,10 +324,10 @@ def run_inside(args: argparse.Namespace, argv: list[str]) -> int:
     build_root(args.root.resolve(), share, args.read, workdir, limits)
     if uid is not None:  # the student's uid must reach its home and the shared folder
         os.chown(_inside(args.root.resolve(), HOME), uid, uid)
-        for dirpath, _, files in os.walk(share):
-            os.chown(dirpath, uid, uid)
+        for dirpath, _, files in os.walk(share):  # lchown: a link is not followed
+            os.lchown(dirpath, uid, uid)
             for name in files:
-                os.chown(os.path.join(dirpath, name), uid, uid)
+                os.lchown(os.path.join(dirpath, name), uid, uid)
     enter_root(args.root.resolve())
     seal_root()
     env = clean_environment(args.env)
