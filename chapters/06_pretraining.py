@@ -151,7 +151,13 @@ from torch import nn
 
 from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
-from bertlib.model import BertModel, BertPreTrainedModel, activation
+from bertlib.model import (
+    BertModel,
+    BertPreTrainedModel,
+    ModelOutput,
+    activation,
+    register_output,
+)
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -191,8 +197,9 @@ class BertOnlyMLMHead(nn.Module):
         self.predictions = BertLMPredictionHead(config)
 
 
+@register_output
 @dataclass
-class PreTrainingOutput:
+class PreTrainingOutput(ModelOutput):
     """loss = mlm_loss + nsp_loss (those whose labels were given). Without labels,
     mlm_logits are (batch, seq, vocab). With labels they are scored only where pieces were
     hidden, and mlm_labels holds the piece each row of them should guess: (n_hidden, vocab)
