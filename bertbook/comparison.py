@@ -42,6 +42,7 @@ __all__ = [
     "frozen_probe_accuracy",
     "words_of",
     "words_only_accuracy",
+    "labels_to_match",
 ]
 
 
@@ -219,3 +220,22 @@ def words_only_accuracy(train: list[TextExample], scored: list[TextExample]) -> 
         words = words_of(example.text)
         right += max(counts, key=lambda label: log_likelihood(label, words)) == example.label
     return right / len(scored)
+
+
+# From chapters/08_what_pretraining_buys.py, cell 36.
+def labels_to_match(curve: dict[int, float], accuracy: float) -> float | None:
+    """How many labels per class a start needs to reach `accuracy`, read off its curve
+    (labels per class -> mean accuracy) between measured points, on a log scale of labels.
+    None: not reached within the curve. The curve's running best is used, since one more
+    draw of labels can score a little lower by luck."""
+    best, previous = 0.0, None
+    for count in sorted(curve):
+        best = max(best, curve[count])
+        if best >= accuracy:
+            if previous is None or previous[1] >= accuracy:
+                return float(count)
+            low, low_accuracy = previous
+            share = (accuracy - low_accuracy) / (best - low_accuracy)
+            return low * (count / low) ** share
+        previous = (count, best)
+    return None

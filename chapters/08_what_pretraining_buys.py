@@ -66,13 +66,15 @@ SIZES = {
                            eval_every=10, mask_rate=0.4, dropout=0.0),
                   ltr=dict(TINY, vocab=1000, seq=64, batch=16, steps=20, warmup=2,
                            eval_every=10, objective="left-to-right"),
-                  per_class=(2, 4), draws=1, seeds=2, rates=(1e-3,), minilm_rates=(),
+                  per_class=(2, 4), curve=(2, 4), draws=1, seeds=2, rates=(1e-3,),
+                  minilm_rates=(),
                   pair_rates=(1e-3,), pair_examples=20, pair_epochs=1, max_length=48,
                   test_cap=40, epochs=2, min_steps=4, assert_claims=False),
     "cpu": dict(mlm=dict(TINY, steps=1200, warmup=120, mask_rate=0.4, dropout=0.0),
                 ltr=dict(TINY, steps=600, warmup=60, objective="left-to-right"),
-                per_class=(4, 20), draws=3, seeds=2, rates=(3e-4, 1e-3, 3e-3),
-                minilm_rates=(), pair_rates=(1e-3, 3e-3), pair_examples=400, pair_epochs=3,
+                per_class=(4, 20), curve=(2, 4, 8, 16, 32), draws=3, seeds=2,
+                rates=(3e-4, 1e-3, 3e-3), minilm_rates=(), pair_rates=(1e-3, 3e-3),
+                pair_examples=400, pair_epochs=3,
                 max_length=96, test_cap=None, epochs=10, min_steps=50, assert_claims=True),
     # No run at the gpu size has been seen yet: its claims are printed, not asserted. The
     # BBC text is small (about 0.75M pieces), so 4,000 steps of 64 rows read it about 40
@@ -83,8 +85,9 @@ SIZES = {
                 ltr=dict(TINY, model="bert-mini", vocab=8000, batch=64, steps=2000,
                          warmup=200, learning_rate=1e-3, eval_every=500, precision="auto",
                          objective="left-to-right"),
-                per_class=(4, 20), draws=3, seeds=2, rates=(3e-4, 1e-3, 3e-3),
-                minilm_rates=(3e-5, 1e-4, 3e-4), pair_rates=(3e-4, 1e-3, 3e-3),
+                per_class=(4, 20), curve=(2, 4, 8, 16, 32, 64), draws=3, seeds=2,
+                rates=(3e-4, 1e-3, 3e-3), minilm_rates=(3e-5, 1e-4, 3e-4),
+                pair_rates=(3e-4, 1e-3, 3e-3),
                 pair_examples=1600, pair_epochs=3,
                 max_length=128, test_cap=None, epochs=10, min_steps=50, assert_claims=False),
 }
@@ -115,16 +118,19 @@ def gpu_work(size: dict) -> list:
     def seen(examples: int) -> float:  # fine_tune's steps: at least min_steps of batch 16
         return max(size["min_steps"] * 16, size["epochs"] * examples)
 
-    def comparison(rates: int) -> float:  # every label count: the rate grid, then the draws
-        runs = rates + size["draws"] * size["seeds"]
-        return sum(runs * seen(BBC_TOPIC_COUNT * n) for n in size["per_class"])
+    def comparison(rates: int) -> float:  # every label count: the rate grid, then the draws;
+        runs = rates + size["draws"] * size["seeds"]  # the curve's other counts: one rate
+        extra = [n for n in size["curve"] if n not in size["per_class"]]
+        return (sum(runs * seen(BBC_TOPIC_COUNT * n) for n in size["per_class"])
+                + sum((1 + size["draws"] * size["seeds"]) * seen(BBC_TOPIC_COUNT * n)
+                      for n in extra))
 
     return [
         pretraining_work(size["mlm"], "pretraining, masked LM",
                          predicted_share=size["mlm"]["mask_rate"]),
         pretraining_work(size["ltr"], "pretraining, left-to-right", predicted_share=1.0),
-        fine_tuning_work("topics: scratch, masked LM, left-to-right", small,
-                         3 * comparison(len(size["rates"])), length),
+        fine_tuning_work("topics: scratch, masked LM, left-to-right, chapter 06's", small,
+                         4 * comparison(len(size["rates"])), length),
         fine_tuning_work("topics: MiniLM", minilm, comparison(len(size["minilm_rates"])),
                          length),
         fine_tuning_work("headline pairs: two objectives at two budgets", small,
@@ -766,10 +772,15 @@ claim(all(clear_win(topic_results[("left-to-right (ours)", n)], scratch[n])
 claim(clear_win(topic_results[("left-to-right (ours)", fewest)], words[fewest]),
       f"with {fewest} labels per class it also beats the words-only baseline",
       S["assert_claims"])
+most = max(S["per_class"])
+claim(clear_win(topic_results[("chapter 06's model", most)], scratch[most]),
+      f"chapter 06's model beats scratch beyond the spread with {most} labels per class, "
+      "plateau or not", S["assert_claims"])
+# Printed, not asserted, like the next: executions have disagreed at the fewest labels.
 claim(all(clear_win(topic_results[("chapter 06's model", n)], scratch[n])
           for n in S["per_class"]),
-      "chapter 06's model beats scratch beyond the spread at every label count, plateau or "
-      "not", S["assert_claims"])
+      "chapter 06's model beats scratch beyond the spread at every label count",
+      assert_it=False)
 # Printed, not asserted: executions of this chapter have disagreed (see below).
 claim(all(clear_win(topic_results[("masked LM (ours)", n)], scratch[n])
           for n in S["per_class"]),
@@ -787,26 +798,115 @@ claim(all(clear_win(probe["MiniLM (real BERT)"][n], probe["from scratch"][n])
 
 # %% [markdown]
 # Read chapter 06's row: by its held-out accuracy your model never left the plateau, and
-# yet it is a far better start than random weights, at both label counts, and its frozen
-# vectors separate the topics too. The plateau measures one thing, how well a hidden piece
-# is guessed; fine-tuning borrows another, how the encoder represents a whole text. On the
-# plateau the model guesses from an average over the row, and an average that predicts
-# which words are likely *here* is a summary of what the text is about: a topic signal,
-# which is what this task asks for. So a flat held-out curve is not "nothing learned"; it
-# is "nothing learned about word order yet".
+# yet it starts fine-tuning ahead of random weights, and its frozen vectors separate the
+# topics too. The plateau measures one thing, how well a hidden piece is guessed;
+# fine-tuning borrows another, how the encoder represents a whole text. On the plateau the
+# model guesses from an average over the row, and an average that predicts which words are
+# likely *here* is a summary of what the text is about: a topic signal, which is what this
+# task asks for. So a flat held-out curve is not "nothing learned"; it is "nothing learned
+# about word order yet".
 #
-# The task-adaptive masked LM of this chapter is the fragile one. Across two executions of
-# this chapter it came out a clear win over scratch in one and not in the other (+0.07 and
-# +0.05, inside the spread); the verdicts above are this execution's. The spread of label
-# draws and fine-tuning seeds does not cover the spread of pretraining runs: the WordPiece
-# vocabulary, for one, is learned afresh and differs from process to process, and the
-# budget script below shows this model's gain arriving only at the very end of its 1,200
-# steps, so a run can end just before it or just after. Chapter 06's model (more text,
-# 1,600 steps) has beaten scratch clearly in every run seen so far, and its claim is the
-# one asserted. Between the two left-to-right and masked starts the cell prints the gap
-# and no claim, for the same reason. A task that needs word order or the right-hand
-# context (claim B) is where the two objectives should part.
+# Both masked starts are fragile in one way: the spread of label draws and fine-tuning
+# seeds does not cover the spread of pretraining runs. The WordPiece vocabulary, for one,
+# is learned afresh and differs from process to process, and the budget script below shows
+# the task-adaptive model's gain arriving only at the very end of its 1,200 steps, so a
+# run can end just before it or just after. In three earlier executions of this chapter,
+# each with a chapter 06 run of its own, the task-adaptive masked LM gained +0.07, +0.34
+# and +0.40 over scratch with 4 labels per class (a clear win in two); chapter 06's model
+# gained +0.32, +0.33 and +0.10 with 4 labels and +0.37, +0.38 and +0.19 with 20 (clear
+# with 20 every time, with 4 in two of three). So the claim asserted for chapter 06's
+# model is the one at 20 labels per class; the others print their verdicts, which above
+# are this execution's. The left-to-right model has won clearly in every execution.
+# Between the two left-to-right and masked starts the cell prints the gap and no claim,
+# for the same reason. A task that needs word order or the right-hand context (claim B) is
+# where the two objectives should part.
+
+
+# %% [markdown]
+# ## How many labels is pretraining worth?
 #
+# Two label counts give two gaps; a reader wants the exchange rate. The cell below
+# fine-tunes each start at doubling label counts, keeping the learning rate that dev chose
+# for it at the fewest labels per class (choosing again at every count would multiply the
+# cost), with the same draws and seeds, and sets MiniLM's frozen probe and the words-only
+# baseline beside them. Read the curve from the left: where a pretrained start sits above
+# scratch's last point, no number of labels in this range buys back its pretraining.
+
+# %%
+#| export bertbook/comparison.py
+def labels_to_match(curve: dict[int, float], accuracy: float) -> float | None:
+    """How many labels per class a start needs to reach `accuracy`, read off its curve
+    (labels per class -> mean accuracy) between measured points, on a log scale of labels.
+    None: not reached within the curve. The curve's running best is used, since one more
+    draw of labels can score a little lower by luck."""
+    best, previous = 0.0, None
+    for count in sorted(curve):
+        best = max(best, curve[count])
+        if best >= accuracy:
+            if previous is None or previous[1] >= accuracy:
+                return float(count)
+            low, low_accuracy = previous
+            share = (accuracy - low_accuracy) / (best - low_accuracy)
+            return low * (count / low) ** share
+        previous = (count, best)
+    return None
+
+
+# %%
+from bertbook.comparison import labels_to_match
+
+CURVE = S["curve"]
+curve = {}
+for name, (start, _) in STARTS.items():
+    rate = topic_results[(name, fewest)].learning_rate  # dev's choice at the fewest labels
+    for n in CURVE:
+        curve[(name, n)] = topic_results[(name, n)] if n in S["per_class"] else \
+            compare_start(start, task, n, RECIPE, [rate], S["draws"], S["seeds"],
+                          S["max_length"], DEVICE)
+minilm, minilm_tokenizer = (BertModel.from_pretrained(minilm_dir()).to(DEVICE),
+                            BertTokenizer.from_pretrained(minilm_dir()))
+baselines = {"MiniLM, frozen probe": {}, "words only (NB)": {}}
+for n in CURVE:
+    chosen = [label_draw(task["train"], n, draw) for draw in range(S["draws"])]
+    baselines["MiniLM, frozen probe"][n] = Comparison(0.0, {}, [frozen_probe_accuracy(
+        minilm, minilm_tokenizer, train, task["test"], S["max_length"]) for train in chosen])
+    baselines["words only (NB)"][n] = Comparison(0.0, {}, [
+        words_only_accuracy(train, task["test"]) for train in chosen])
+
+lines = {**{name: {n: curve[(name, n)] for n in CURVE} for name in STARTS}, **baselines}
+fig, ax = plt.subplots(figsize=(8, 4))
+for name, points in lines.items():
+    ax.errorbar(CURVE, [points[n].mean for n in CURVE], yerr=[points[n].sd for n in CURVE],
+                marker="o", capsize=3, label=name,
+                linestyle="--" if name in baselines else "-")
+ax.set(xscale="log", xlabel="labels per class (log scale)", ylabel="test accuracy",
+       title="BBC topics: accuracy against labels per class (mean ± s.d.)")
+ax.set_xticks(CURVE, [str(n) for n in CURVE])
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# From the curve, the exchange rate: for each pretrained start at the fewest labels, how
+# many labels per class scratch needs to reach the same accuracy (and to reach its mean
+# minus and plus one standard deviation, the spread).
+
+# %%
+scratch_curve = {n: curve[("from scratch", n)].mean for n in CURVE}
+for name in [n for n in STARTS if n != "from scratch"]:
+    ours = curve[(name, fewest)]
+    matched = [labels_to_match(scratch_curve, ours.mean + k * ours.sd) for k in (-1, 0, 1)]
+    said = [f"{m / fewest:.1f}x" if m else f"more than {max(CURVE) / fewest:.0f}x"
+            for m in matched]
+    print(f"{name:22} with {fewest} labels per class ({ours}) = scratch with "
+          + (f"{matched[1]:.0f}" if matched[1] else f"more than {max(CURVE)}")
+          + f" per class: {said[1]} the labels (spread: {said[0]} to {said[2]})")
+for name, assert_it in [("left-to-right (ours)", S["assert_claims"]),
+                        ("chapter 06's model", False)]:  # fragile: see the verdicts above
+    claim(clear_win(curve[(name, fewest)], curve[("from scratch", max(CURVE))]),
+          f"{name} with {fewest} labels per class beats scratch with {max(CURVE)} "
+          f"({max(CURVE) // fewest}x the labels) beyond the spread", assert_it)
+
+# %% [markdown]
 # How much does the recipe matter, and at which budget does the masked LM first beat
 # scratch? A script too long for this chapter pretrains with BERT's recipe (15% masked,
 # dropout 0.1) and with this chapter's (40%, dropout off), and compares checkpoints at
