@@ -143,7 +143,7 @@ def test_as_root_processes_are_limited_per_sandbox(tmp_path):
     assert int(result.stdout.split()[-1]) < sandbox.Limits().processes
 
 
-def test_nothing_started_inside_outlives_the_sandbox(tmp_path):
+def test_nothing_started_inside_outlives_the_sandbox(tmp_path, processes_running):
     """A daemon that clears its parent-death signal, leaves the session and holds the
     output pipes open still dies with the sandbox, and the caller is not held."""
     daemon = ("import ctypes, os\nif os.fork() == 0:\n    os.setsid()\n"
@@ -152,15 +152,7 @@ def test_nothing_started_inside_outlives_the_sandbox(tmp_path):
     started = time.monotonic()
     _sandboxed(tmp_path, [sys.executable, "-c", daemon], timeout=30)
     assert time.monotonic() - started < 20
-    time.sleep(0.5)
-    survivors = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if b"4242.5" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                survivors.append(pid)
-        except OSError:
-            pass
-    assert not survivors
+    assert not processes_running(b"4242.5")
 
 
 def test_the_wall_clock_limit_stops_everything_and_says_so(tmp_path):

@@ -48,7 +48,7 @@ import nbformat
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.chapters import ROOT, read_chapter
+from tools.chapters import ROOT, chapter_sources, read_chapter
 from tools.grading import intake, sandbox
 from tools.grading.course import COURSE_ID, config_flags, generate, nbgrader
 from tools.grading.exercises import exercise_cells, grade_id_of, parse_grade_id
@@ -214,8 +214,6 @@ class Grader:
             scores = self._scores(private / "gradebook.db")
             graded = course / "autograded" / NBGRADER_STUDENT / self.chapter.stem
             if scores is None or not graded.exists():
-                if os.environ.get("BERTBOOK_GRADING_DEBUG"):
-                    print(result.stdout, result.stderr, file=sys.stderr)
                 return self._what_stopped(base, result.stdout + result.stderr)
             return Graded(scores, self._reasons(graded / f"{self.chapter.stem}.ipynb"))
         finally:
@@ -365,7 +363,7 @@ def grade_folder(submissions: Path, cell_timeout: int = 60, isolate: bool = True
                  network: bool = False, notebook_timeout: int = 1800) -> list[Row]:
     """Every row for every submission under `submissions`, in a fixed order."""
     settings = Settings(cell_timeout, notebook_timeout, isolate, network)
-    chapters = {path.stem for path in (ROOT / "chapters").glob("[0-9][0-9]_*.py")}
+    chapters = {path.stem for path in chapter_sources(ROOT)}
     rows, graders = [], {}
     try:
         for student_dir in intake.student_folders(submissions):

@@ -24,7 +24,10 @@ import json
 import os
 
 from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
+
+from tools.grading.exercises import grade_id_of, parse_grade_id
 
 TOKEN_VARIABLE = "BERTBOOK_GRADING_TOKEN"  # the grader puts the run's token here
 MAX_OUTPUT_CHARS = 200_000
@@ -32,25 +35,32 @@ NOT_AS_WRITTEN = ("the tests cell did not run as written (something changed how 
                   "run); review by hand")
 
 
-def _is_tests_cell(cell) -> bool:
-    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-    return cell.cell_type == "code" and grade_id.endswith("_tests")
+def _tests_grade_id(cell) -> str | None:
+    """The grade id of a tests cell (None for any other cell)."""
+    grade_id = grade_id_of(cell)
+    parsed = parse_grade_id(grade_id)
+    is_tests = cell.cell_type == "code" and parsed is not None and parsed[1] == "tests"
+    return grade_id if is_tests else None
 
 
-def _marker_line(token: str, grade_id: str) -> str:
-    return f"print('{token}:{grade_id}')"
+def _proof(grade_id: str) -> str:
+    """What a tests cell prints when it ran to its end: the run's token and its grade id."""
+    return f"{os.environ[TOKEN_VARIABLE]}:{grade_id}"
+
+
+def _proof_line(grade_id: str) -> str:
+    return f"\nprint({_proof(grade_id)!r})"
 
 
 class MarkTests(Preprocessor):
-    """Append the token line to every tests cell, after the tests."""
+    """Append the proof line to every tests cell, after the tests."""
 
     enabled = True  # nbconvert runs a preprocessor only when it is enabled
 
     def preprocess_cell(self, cell, resources, index):
-        if _is_tests_cell(cell):
-            grade_id = cell.metadata.nbgrader.grade_id
-            cell.source = cell.source.rstrip() + "\n" + _marker_line(
-                os.environ[TOKEN_VARIABLE], grade_id)
+        grade_id = _tests_grade_id(cell)
+        if grade_id:
+            cell.source = cell.source.rstrip() + _proof_line(grade_id)
         return cell, resources
 
 
@@ -60,34 +70,25 @@ class JudgeTests(Preprocessor):
     enabled = True
 
     def preprocess_cell(self, cell, resources, index):
-        if not _is_tests_cell(cell):
+        grade_id = _tests_grade_id(cell)
+        if not grade_id:
             return cell, resources
-        grade_id = cell.metadata.nbgrader.grade_id
-        expected = f"{os.environ[TOKEN_VARIABLE]}:{grade_id}"
-        marker = _marker_line(os.environ[TOKEN_VARIABLE], grade_id)
-        cell.source = cell.source.replace("\n" + marker, "")
+        cell.source = cell.source.replace(_proof_line(grade_id), "")
         errors = [out for out in cell.outputs if out.output_type == "error"]
         printed = "".join(out.get("text", "") for out in cell.outputs
                           if out.output_type == "stream" and out.name == "stdout")
         if errors:
             cell.outputs = errors[:1]
-        elif expected not in printed.split("\n"):
-            cell.outputs = [_error("NotRunAsWritten", NOT_AS_WRITTEN)]
+        elif _proof(grade_id) not in printed.split("\n"):
+            cell.outputs = [new_output("error", ename="NotRunAsWritten", evalue=NOT_AS_WRITTEN,
+                                       traceback=[])]
         else:
-            kept = printed.replace(expected + "\n", "")
+            kept = printed.replace(_proof(grade_id) + "\n", "")
             cell.outputs = [_stdout(kept)] if kept.strip() else []
         return cell, resources
 
 
-def _error(name: str, value: str):
-    from nbformat.v4 import new_output
-
-    return new_output("error", ename=name, evalue=value, traceback=[])
-
-
 def _stdout(text: str):
-    from nbformat.v4 import new_output
-
     return new_output("stream", name="stdout", text=text)
 
 

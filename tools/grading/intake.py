@@ -74,9 +74,9 @@ def chapter_files(student_dir: Path, chapters: set[str]) -> tuple[list[Found], l
     candidates: dict[str, list[Path]] = {}
     unknown = []
     for entry in sorted(os.scandir(student_dir), key=lambda e: e.name):
-        match = NOTEBOOK_NAME.fullmatch(entry.name)
         if not entry.name.lower().endswith(".ipynb"):
             continue
+        match = NOTEBOOK_NAME.fullmatch(entry.name)
         if match and match["stem"] in chapters:
             candidates.setdefault(match["stem"], []).append(Path(entry.path))
         else:

@@ -319,16 +319,16 @@ def run_inside(args: argparse.Namespace, argv: list[str]) -> int:
     """As the namespaces' root and first process: build the root, start the student's
     command as an unprivileged child, and supervise it."""
     limits = Limits(**json.loads(args.limits))
-    share, workdir = args.share.resolve(), Path.cwd().resolve()
+    share, workdir, new_root = args.share.resolve(), Path.cwd().resolve(), args.root.resolve()
     uid = fresh_uid() if _is_host_root() else None
-    build_root(args.root.resolve(), share, args.read, workdir, limits)
+    build_root(new_root, share, args.read, workdir, limits)
     if uid is not None:  # the student's uid must reach its home and the shared folder
-        os.chown(_inside(args.root.resolve(), HOME), uid, uid)
+        os.chown(_inside(new_root, HOME), uid, uid)
         for dirpath, _, files in os.walk(share):  # lchown: a link is not followed
             os.lchown(dirpath, uid, uid)
             for name in files:
                 os.lchown(os.path.join(dirpath, name), uid, uid)
-    enter_root(args.root.resolve())
+    enter_root(new_root)
     seal_root()
     env = clean_environment(args.env)
     # Jupyter interrupts a kernel by signalling its whole process group, this process
