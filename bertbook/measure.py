@@ -126,7 +126,7 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
     return step
 
 
-# From chapters/10_one_device.py, cell 43.
+# From chapters/10_one_device.py, cell 44.
 def forward_flops_per_token(config: BertConfig, seq_len: int,
                             predicted_share: float = 0.15) -> float:
     """FLOPs of one token's forward pass through BertForMaskedLM whose head scores
@@ -145,7 +145,7 @@ def training_flops_per_token(config: BertConfig, seq_len: int,
     return 3 * forward_flops_per_token(config, seq_len, predicted_share)
 
 
-# From chapters/10_one_device.py, cell 47.
+# From chapters/10_one_device.py, cell 48.
 DATASHEET_TFLOPS = {  # dense bf16 / fp16 tensor-core peaks from NVIDIA's datasheets
     "H200": 989.0, "H100 SXM": 989.0, "H100 PCIe": 756.0, "H100": 989.0, "A100": 312.0,
     "L4": 121.0, "A10G": 125.0, "T4": 65.0, "V100": 125.0,
@@ -178,7 +178,7 @@ def matmul_flops_per_second(device: torch.device, dtype: torch.dtype = torch.flo
     return 2 * size**3 / statistics.median(seconds[1:])
 
 
-# From chapters/10_one_device.py, cell 50.
+# From chapters/10_one_device.py, cell 51.
 @dataclass(frozen=True)
 class PretrainingBudget:
     """A pretraining run as the paper states one: phases of (share of steps, length)."""

@@ -13,7 +13,7 @@ from bertlib.errors import CheckpointError
 __all__ = ["checkpoint_folder", "read_state_dict", "load_checkpoint"]
 
 
-# From chapters/04_encoder.py, cell 28.
+# From chapters/04_encoder.py, cell 34.
 # Not weights: constant buffers, and transformers' second name for cls.predictions.bias.
 SKIPPED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids",
                 "cls.predictions.decoder.bias")

@@ -137,7 +137,7 @@ PRESETS = {  # name: (layers, hidden size)
 }
 
 
-# From chapters/04_encoder.py, cell 23.
+# From chapters/04_encoder.py, cell 29.
 def parameter_count(config: BertConfig, pooler: bool = True) -> int:
     """BertModel's parameter count, from the configuration alone (no model built)."""
     h, i = config.hidden_size, config.intermediate_size

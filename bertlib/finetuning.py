@@ -60,6 +60,7 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> to
     return F.cross_entropy(logits.flatten(0, -2).float(), labels.flatten())
 
 
+# From chapters/07_fine_tuning.py, cell 25.
 class BertTaskModel(BertPreTrainedModel):
     """An encoder with a task head. config.num_labels sizes a labelling head (id2label
     names the labels); config.is_decoder makes the encoder read left to right."""
@@ -98,6 +99,7 @@ class BertForSequenceClassification(BertTaskModel):
         return TaskOutput(classification_loss(logits, labels), logits)
 
 
+# From chapters/07_fine_tuning.py, cell 26.
 class BertForTokenClassification(BertTaskModel):
     """A label for every token (labels of -100 are skipped: continuation pieces, padding)."""
 
@@ -133,7 +135,7 @@ class BertForQuestionAnswering(BertTaskModel):
         return TaskOutput((losses[0] + losses[1]) / 2, logits)
 
 
-# From chapters/07_fine_tuning.py, cell 28.
+# From chapters/07_fine_tuning.py, cell 30.
 def classification_features(tokenizer, examples: list[TextExample | str],
                             max_length: int | None = None) -> list[dict]:
     """input ids, segment ids and the label of each TextExample; a plain string is a text
@@ -157,6 +159,7 @@ def pieces_of(tokenizer, word: str) -> list[int]:
     return [tokenizer.vocab[piece] for piece in tokenizer.tokenize(word)]
 
 
+# From chapters/07_fine_tuning.py, cell 31.
 def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> list[dict]:
     """Windows of whole words (at most max_length pieces with [CLS] and [SEP]); each word's
     tag on its first piece, -100 on the other pieces and on [CLS]/[SEP]."""
@@ -181,6 +184,7 @@ def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> li
     return features
 
 
+# From chapters/07_fine_tuning.py, cell 32.
 def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
                      max_question: int = 24) -> list[dict]:
     """[CLS] question [SEP] paragraph [SEP], cut to max_length pieces, with every answer
@@ -212,7 +216,7 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
     return features
 
 
-# From chapters/07_fine_tuning.py, cell 33.
+# From chapters/07_fine_tuning.py, cell 37.
 @dataclass
 class FineTuningRecipe:
     """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,

@@ -13,7 +13,7 @@ from bertlib.pretraining import MODEL_FOR_OBJECTIVE, BertForMaskedLM, PreTrainin
 __all__ = ["BertLMHeadModel"]
 
 
-# From chapters/08_what_pretraining_buys.py, cell 11.
+# From chapters/08_what_pretraining_buys.py, cell 12.
 class BertLMHeadModel(BertForMaskedLM):
     """A left-to-right language model with BERT's encoder: the masked LM's modules, used
     under a causal mask to predict token i+1 from position i. Scored at the masked
@@ -45,5 +45,5 @@ class BertLMHeadModel(BertForMaskedLM):
                                  labels.gather(1, masked_positions))
 
 
-# From chapters/08_what_pretraining_buys.py, cell 12.
+# From chapters/08_what_pretraining_buys.py, cell 13.
 MODEL_FOR_OBJECTIVE["left-to-right"] = BertLMHeadModel

@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-# From chapters/04_encoder.py, cell 10.
+# From chapters/04_encoder.py, cell 11.
 class BertEmbeddings(nn.Module):
     """token + position + segment embeddings, then LayerNorm and dropout."""
 
@@ -63,7 +63,7 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(embedded))
 
 
-# From chapters/04_encoder.py, cell 15.
+# From chapters/04_encoder.py, cell 16.
 def activation(name: str):
     """BERT's activations by their config.json names ('gelu' is the exact erf form)."""
     return {"gelu": F.gelu, "relu": F.relu,
@@ -98,6 +98,7 @@ class BertAttention(nn.Module):
         return self.output(context, hidden), weights
 
 
+# From chapters/04_encoder.py, cell 17.
 class BertIntermediate(nn.Module):
     """The feed-forward block's first half: widen to intermediate_size, apply GELU."""
 
@@ -137,7 +138,7 @@ class BertLayer(nn.Module):
         return self.output(self.intermediate(attended), attended), weights
 
 
-# From chapters/04_encoder.py, cell 17.
+# From chapters/04_encoder.py, cell 19.
 class BertEncoder(nn.Module):
     """The stack of layers. With gradient_checkpointing on, training keeps only each layer's
     input and recomputes the layer during backward: less memory for ~1/3 more compute
@@ -171,6 +172,7 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden[:, 0]))
 
 
+# From chapters/04_encoder.py, cell 20.
 class ModelOutput:
     """What every model of the library returns: a dataclass whose fields are read by name
     (`out.logits`), by key (`out["logits"]`) or by position like transformers' outputs
@@ -207,6 +209,7 @@ def register_output(cls: type) -> type:
     return cls
 
 
+# From chapters/04_encoder.py, cell 21.
 @register_output
 @dataclass
 class BertModelOutput(ModelOutput):
@@ -233,6 +236,7 @@ def init_bert_weights(module: nn.Module, std: float) -> None:
         nn.init.zeros_(module.bias)
 
 
+# From chapters/04_encoder.py, cell 22.
 class BertPreTrainedModel(nn.Module):
     """What every BERT model shares: its config, the original initialisation, output
     embeddings tied to the input ones, and checkpoint folders in `transformers`' layout
@@ -271,7 +275,7 @@ class BertPreTrainedModel(nn.Module):
         if output is not None:
             output.weight = self.get_input_embeddings().weight
 
-    # From chapters/04_encoder.py, cell 30.
+    # From chapters/04_encoder.py, cell 36.
     @classmethod
     def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
         """Build this class from a checkpoint folder and load its weights (load_checkpoint says
@@ -313,7 +317,7 @@ class BertPreTrainedModel(nn.Module):
         return folder
 
 
-# From chapters/04_encoder.py, cell 19.
+# From chapters/04_encoder.py, cell 24.
 class BertModel(BertPreTrainedModel):
     """The BERT encoder: ids in, one contextual vector per token (and a pooled one) out."""
 
@@ -324,6 +328,37 @@ class BertModel(BertPreTrainedModel):
         self.pooler = BertPooler(config) if add_pooling_layer else None
         self.post_init()
 
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None,
+                output_attentions: bool = False, causal: bool | None = None,
+                position_ids: torch.Tensor | None = None) -> BertModelOutput:
+        """Encode a batch. attention_mask: 1 = token, 0 = padding (None: all tokens), or a
+        (batch, seq, seq) map of which token may attend to which (chapter 10's packing).
+        With output_attentions=True the explicit attention path runs and each layer's
+        weights are returned; otherwise the fused kernel runs and stores none. causal=True
+        lets each token see only itself and the tokens before it: the left-to-right model
+        that chapter 08 compares BERT with (None: the config's is_decoder).
+        """
+        self._check_input(input_ids, attention_mask, token_type_ids, position_ids)
+        causal = self.config.is_decoder if causal is None else causal
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if attention_mask is None:
+            mask = None
+        elif attention_mask.dim() == 3:  # which token sees which, the same for every head
+            mask = attention_mask.bool()[:, None]
+        else:
+            mask = key_padding_mask(attention_mask)
+        if causal:
+            seq = input_ids.shape[1]
+            earlier = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()
+            mask = earlier if mask is None else mask & earlier
+        hidden = self.embeddings(input_ids, token_type_ids, position_ids)
+        hidden, attentions = self.encoder(hidden, mask, output_attentions)
+        pooled = self.pooler(hidden) if self.pooler is not None else None
+        return BertModelOutput(hidden, pooled, attentions)
+
+    # From chapters/04_encoder.py, cell 25.
     def _check_input(self, input_ids, attention_mask, token_type_ids, position_ids) -> None:
         config = self.config
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
@@ -368,39 +403,13 @@ class BertModel(BertPreTrainedModel):
                                            or token_type_ids.max() >= types):
             raise InputError(f"token_type_ids must lie in 0..{types - 1}")
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None,
-                output_attentions: bool = False, causal: bool | None = None,
-                position_ids: torch.Tensor | None = None) -> BertModelOutput:
-        """Encode a batch. attention_mask: 1 = token, 0 = padding (None: all tokens), or a
-        (batch, seq, seq) map of which token may attend to which (chapter 10's packing).
 
-        With output_attentions=True the explicit attention path runs and each layer's
-        weights are returned; otherwise the fused kernel runs and stores none. causal=True
-        lets each token see only itself and the tokens before it: the left-to-right model
-        that chapter 08 compares BERT with (None: the config's is_decoder).
-        """
-        self._check_input(input_ids, attention_mask, token_type_ids, position_ids)
-        causal = self.config.is_decoder if causal is None else causal
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        if attention_mask is None:
-            mask = None
-        elif attention_mask.dim() == 3:  # which token sees which, the same for every head
-            mask = attention_mask.bool()[:, None]
-        else:
-            mask = key_padding_mask(attention_mask)
-        if causal:
-            seq = input_ids.shape[1]
-            earlier = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()
-            mask = earlier if mask is None else mask & earlier
-        hidden = self.embeddings(input_ids, token_type_ids, position_ids)
-        hidden, attentions = self.encoder(hidden, mask, output_attentions)
-        pooled = self.pooler(hidden) if self.pooler is not None else None
-        return BertModelOutput(hidden, pooled, attentions)
+# From chapters/04_encoder.py, cell 25.
+# The checks at the model's edge (chapter 04's errors): cheap ones always, the value
+# ranges only on the CPU, where reading a tensor back costs no device sync.
 
 
-# From chapters/04_encoder.py, cell 30.
+# From chapters/04_encoder.py, cell 36.
 try:
     import fcntl  # POSIX: Linux, macOS, Colab
 except ImportError:  # Windows: saves are still atomic file by file, but not locked

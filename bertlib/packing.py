@@ -40,6 +40,7 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
     return index - first_of_document
 
 
+# From chapters/10_one_device.py, cell 28.
 def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
                    pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Masked-LM rows holding several (input ids, labels) documents each, ready for

@@ -55,6 +55,7 @@ class BertPredictionHeadTransform(nn.Module):
         return self.LayerNorm(self.act(self.dense(hidden)))
 
 
+# From chapters/06_pretraining.py, cell 12.
 class BertLMPredictionHead(nn.Module):
     """transform, then scores over the vocabulary with the (tied) embedding matrix + bias."""
 
@@ -68,6 +69,9 @@ class BertLMPredictionHead(nn.Module):
         return self.decoder(self.transform(hidden)) + self.bias
 
 
+# From chapters/06_pretraining.py, cell 13.
+# Containers that only give the heads the names (cls.predictions, cls.seq_relationship)
+# under which Google's and transformers' checkpoints store them.
 class BertPreTrainingHeads(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -81,6 +85,7 @@ class BertOnlyMLMHead(nn.Module):
         self.predictions = BertLMPredictionHead(config)
 
 
+# From chapters/06_pretraining.py, cell 14.
 @register_output
 @dataclass
 class PreTrainingOutput(ModelOutput):
@@ -98,7 +103,7 @@ class PreTrainingOutput(ModelOutput):
     mlm_labels: torch.Tensor | None
 
 
-# From chapters/06_pretraining.py, cell 13.
+# From chapters/06_pretraining.py, cell 16.
 def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor, labels: torch.Tensor | None,
               masked_positions: torch.Tensor | None = None
               ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
@@ -122,6 +127,7 @@ def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor, labels: torch.Te
     return logits, targets, summed / (targets != IGNORE_INDEX).sum().clamp(min=1)
 
 
+# From chapters/06_pretraining.py, cell 17.
 class BertForPreTraining(BertPreTrainedModel):
     """BertModel + masked-LM head + next-sentence head, as the original pretrained it."""
 
@@ -151,6 +157,7 @@ class BertForPreTraining(BertPreTrainedModel):
                                  nsp_logits, targets)
 
 
+# From chapters/06_pretraining.py, cell 18.
 class BertForMaskedLM(BertPreTrainedModel):
     """BertModel (no pooler) + masked-LM head: pretraining without next-sentence prediction."""
 
@@ -176,7 +183,7 @@ class BertForMaskedLM(BertPreTrainedModel):
         return PreTrainingOutput(loss, loss, None, logits, None, targets)
 
 
-# From chapters/06_pretraining.py, cell 30.
+# From chapters/06_pretraining.py, cell 35.
 @torch.no_grad()
 def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.device,
                          precision: str = "fp32") -> dict[str, float]:
@@ -202,6 +209,7 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
     return result
 
 
+# From chapters/06_pretraining.py, cell 36.
 def unigram_baselines(train_pieces: list[list[int]], held_out_batches: list[dict],
                       tokenizer) -> dict[str, float]:
     """The yardstick of a masked LM: guesses that read no context, from each piece's
@@ -221,7 +229,7 @@ def unigram_baselines(train_pieces: list[list[int]], held_out_batches: list[dict
             "unigram_perplexity": math.exp(cross_entropy)}
 
 
-# From chapters/06_pretraining.py, cell 32.
+# From chapters/06_pretraining.py, cell 38.
 # Which model each objective trains; chapter 08 adds its left-to-right model.
 MODEL_FOR_OBJECTIVE: dict[str, type] = {"mlm+nsp": BertForPreTraining, "mlm": BertForMaskedLM}
 
@@ -277,7 +285,7 @@ def packed_rows(tokenizer, documents: list[list[str]], length: int) -> list[list
     return rows
 
 
-# From chapters/06_pretraining.py, cell 34.
+# From chapters/06_pretraining.py, cell 40.
 def _text_digest(documents: list[list[str]]) -> str:
     """A short fingerprint of the training text: a resumed run must read the same text."""
     text = "\n\n".join("\n".join(paragraphs) for paragraphs in documents)
@@ -353,7 +361,7 @@ def _save(model: nn.Module, tokenizer, run: "PretrainingRun", folder: Path) -> P
     return folder
 
 
-# From chapters/06_pretraining.py, cell 36.
+# From chapters/06_pretraining.py, cell 42.
 @dataclass
 class PretrainingResult:
     """What pretrain leaves: the model folder, the trained model and tokenizer, the

@@ -41,6 +41,7 @@ def layer_states(model: nn.Module, batch: dict[str, torch.Tensor]) -> list[torch
     return caught
 
 
+# From chapters/09_inside_bert.py, cell 15.
 def word_vectors(model: nn.Module, tokenizer, sentences: list[str],
                  word: str) -> torch.Tensor:
     """(L + 1, sentences, hidden): the vector of `word`'s first occurrence in each
@@ -77,7 +78,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
     return right / len(labels)
 
 
-# From chapters/09_inside_bert.py, cell 24.
+# From chapters/09_inside_bert.py, cell 25.
 @torch.no_grad()
 def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_id: int,
                          sep_id: int) -> dict[str, torch.Tensor]:
@@ -100,7 +101,7 @@ def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_i
             "next token": average(torch.diagonal(weights, 1, -2, -1), both)}
 
 
-# From chapters/09_inside_bert.py, cell 31.
+# From chapters/09_inside_bert.py, cell 32.
 @torch.no_grad()
 def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
                            batch_size: int = 16) -> tuple[list[torch.Tensor], torch.Tensor]:
@@ -122,6 +123,7 @@ def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
     return [torch.cat(layer) for layer in per_layer], torch.cat(labels)
 
 
+# From chapters/09_inside_bert.py, cell 33.
 def fit_linear_probe(vectors: torch.Tensor, labels: torch.Tensor, steps: int = 300,
                      weight_decay: float = 1e-3) -> nn.Module:
     """Logistic regression (softmax over the label set) on standardised vectors, trained

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-# From chapters/06_pretraining.py, cell 17.
+# From chapters/06_pretraining.py, cell 22.
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """Two AdamW groups: decayed weight matrices; undecayed biases and LayerNorm weights."""
     decayed, undecayed = [], []
@@ -51,7 +51,7 @@ def warmup_then_linear_decay(step: int, warmup: int, total: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
-# From chapters/06_pretraining.py, cell 20.
+# From chapters/06_pretraining.py, cell 25.
 def resolve_precision(precision: str, device: torch.device) -> str:
     """The library's one precision policy; 'auto' resolves to:
 
@@ -80,7 +80,7 @@ def autocast(device: torch.device, precision: str):
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
-# From chapters/06_pretraining.py, cell 22.
+# From chapters/06_pretraining.py, cell 27.
 @dataclass
 class TrainingConfig:
     """Everything a training run is told: its length and batch, AdamW's settings, the
@@ -132,7 +132,7 @@ class TrainingState:
     evaluations: list = field(default_factory=list)
 
 
-# From chapters/06_pretraining.py, cell 24.
+# From chapters/06_pretraining.py, cell 29.
 class SeededBatches(torch.utils.data.Dataset):
     """Micro-batch `index` of a run: this process's share of it, collated and masked.
 
@@ -186,7 +186,7 @@ def batch_loader(batches: SeededBatches, first: int, stop: int, device: torch.de
         generator=torch.Generator())
 
 
-# From chapters/06_pretraining.py, cell 26.
+# From chapters/06_pretraining.py, cell 31.
 def prepare_output_dir(folder: Path) -> None:
     """Before any training: the folder must be writable (found out now, not at the first
     checkpoint after the work), and the temporary files of checkpoint writes that were
@@ -323,7 +323,7 @@ class Trainer:
         if payload["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([state.cpu() for state in payload["cuda_rng"]])
 
-    # From chapters/06_pretraining.py, cell 28.
+    # From chapters/06_pretraining.py, cell 33.
     def _train_step(self, batches) -> torch.Tensor:
         """One optimiser step over `accumulation` micro-batches from the iterator `batches`.
         Returns [loss, tokens, gradient norm] still on the device: `train` reads them back only
@@ -424,7 +424,7 @@ class Trainer:
         raise KeyboardInterrupt(f"stopped at step {self.state.step}; {path} holds the run")
 
 
-# From chapters/06_pretraining.py, cell 28.
+# From chapters/06_pretraining.py, cell 33.
 
 
 class _SignalStop:

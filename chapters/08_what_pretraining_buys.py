@@ -23,7 +23,7 @@
 # measured on several label draws and seeds, and asserted only where the gap is larger than
 # the spread.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -48,7 +48,7 @@ if "google.colab" in sys.modules:
 # runs takes minutes (it is about 25 times bert-tiny's arithmetic per token), so the `cpu`
 # size shows it through the frozen probe alone.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import statistics
 import time
 
@@ -101,7 +101,7 @@ chapter_started = time.perf_counter()
 # estimated; a chapter's budget is 30 minutes on a T4). Fine-tuning counts each example
 # padded to the full length, so its share is an upper bound.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report, fine_tuning_work, pretraining_work
 from bertbook.datasets import minilm_dir
 from bertlib.config import BertConfig
@@ -148,7 +148,7 @@ print(budget_report(GPU_WORK, DEVICE))
 # which is also where this chapter finds chapter 06's finished run, to compare it
 # with the task's own pretraining. Elsewhere it does nothing.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.runs import use_drive
 
 KEEP_ON_DRIVE = True
@@ -204,6 +204,8 @@ from bertlib.config import BertConfig
 from bertlib.pretraining import BertForMaskedLM, PreTrainingOutput
 
 
+# %%
+#| export bertlib/left_to_right.py
 class BertLMHeadModel(BertForMaskedLM):
     """A left-to-right language model with BERT's encoder: the masked LM's modules, used
     under a causal mask to predict token i+1 from position i. Scored at the masked
@@ -246,7 +248,7 @@ MODEL_FOR_OBJECTIVE["left-to-right"] = BertLMHeadModel
 # whose held-out loss lies a whole nat under the unigram line, where context divides the
 # uncertainty about a hidden piece by e beyond what its frequency alone tells.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/comparison.py
 def steps_to_leave_plateau(result, nats_below_unigram: float = 1.0) -> int | None:
     """The first evaluated step of a pretraining result whose held-out loss lies
@@ -447,7 +449,7 @@ claim(not any(lever["steps_to_leave_plateau"] for lever in masked),
 # go; and a **frozen probe** (nearest centroid on the encoder's averaged vectors, nothing
 # trained), which says what the pretrained encoder already separates before fine-tuning.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/comparison.py
 """Fair comparisons of where fine-tuning starts: the same labels, a learning rate chosen on
 dev for each start, several label draws and seeds, mean and spread; a frozen-encoder probe;
@@ -584,7 +586,7 @@ def clear_win(ours: Comparison, theirs: Comparison) -> bool:
 # learned from what fine-tuning learns on top; naive Bayes is the classic baseline for
 # topics, where words carry most of the signal.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/comparison.py
 import math
 import re
@@ -704,7 +706,7 @@ for name, (start, rates) in STARTS.items():
                                      for n in S["per_class"])
           + f"  [{(time.perf_counter() - began) / 60:.1f} min]")
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertlib.tokenizer import BertTokenizer
 
 ENCODERS = {  # name: (the frozen encoder, its tokenizer)
@@ -751,7 +753,7 @@ print(f"{'words only (NB)':22} " + " ".join(f"{spread(words_only[n]):>18} {'':>1
 # The verdicts, start by start, against the model from random weights: a gain counts only
 # when it is larger than the two spreads together.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.comparison import Comparison
 
 scratch = {n: topic_results[("from scratch", n)] for n in S["per_class"]}
@@ -832,7 +834,7 @@ claim(all(clear_win(probe["MiniLM (real BERT)"][n], probe["from scratch"][n])
 # baseline beside them. Read the curve from the left: where a pretrained start sits above
 # scratch's last point, no number of labels in this range buys back its pretraining.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/comparison.py
 def labels_to_match(curve: dict[int, float], accuracy: float) -> float | None:
     """How many labels per class a start needs to reach `accuracy`, read off its curve

@@ -23,7 +23,7 @@
 # layer, with a linear *probe*, how much it knows about a property of real text that it was
 # never trained to predict.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -44,7 +44,7 @@ if "google.colab" in sys.modules:
 # (Colab, online) downloads Google's original `bert-base-uncased` from the Hugging Face hub
 # and loads it with the very same loader.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import shutil
 import tempfile
 import time
@@ -85,7 +85,7 @@ chapter_started = time.perf_counter()
 # and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
 # minutes on a T4). This chapter trains nothing: it reads paragraphs through BERT-base.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report, inference_work
 from bertlib.config import BertConfig
 
@@ -110,7 +110,7 @@ print(budget_report(GPU_WORK, DEVICE))
 # and `bias`. `transformers` renames them silently while loading; we do it once, when the
 # checkpoint is downloaded, and write a clean folder that every loader in the book reads.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/hub.py
 #| internal LEGACY_SUFFIXES HUB_FILES modern_names
 """Google's BERT checkpoints from the Hugging Face hub, downloaded once and converted to
@@ -272,6 +272,8 @@ def layer_states(model: nn.Module, batch: dict[str, torch.Tensor]) -> list[torch
     return caught
 
 
+# %%
+#| export bertlib/probing.py
 def word_vectors(model: nn.Module, tokenizer, sentences: list[str],
                  word: str) -> torch.Tensor:
     """(L + 1, sentences, hidden): the vector of `word`'s first occurrence in each
@@ -322,7 +324,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
 # So "bank" stands at the same position after the same words in both senses, and any
 # difference between its vectors can only come from reading to the right of it.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 @dataclass(frozen=True)
 class SenseExample:
@@ -523,7 +525,6 @@ head_view(tuple(a.cpu().double().round(decimals=3) for a in pair_attentions), pa
 
 # %%
 #| export bertlib/probing.py
-#| internal Standardise
 @torch.no_grad()
 def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
                            batch_size: int = 16) -> tuple[list[torch.Tensor], torch.Tensor]:
@@ -545,6 +546,9 @@ def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
     return [torch.cat(layer) for layer in per_layer], torch.cat(labels)
 
 
+# %%
+#| export bertlib/probing.py
+#| internal Standardise
 def fit_linear_probe(vectors: torch.Tensor, labels: torch.Tensor, steps: int = 300,
                      weight_decay: float = 1e-3) -> nn.Module:
     """Logistic regression (softmax over the label set) on standardised vectors, trained
@@ -578,7 +582,7 @@ class Standardise(nn.Module):
         return (x.float() - self.mean) / self.std
 
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.datasets import LINK_TAGS, link_words
 from bertlib.batch import PaddingCollator
 from bertlib.finetuning import tagging_features

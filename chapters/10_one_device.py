@@ -26,7 +26,7 @@
 # Every figure below is measured on the machine that runs the notebook: on a laptop CPU
 # the ratios differ from a GPU's, and the chapter says where and why.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -46,7 +46,7 @@ if "google.colab" in sys.modules:
 # WordPiece vocabulary throughout, because its output layer is a large part of the cost),
 # `batch` and `seq` the batch, `repeats` how many interleaved steps each median comes from.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import gc
 import math
 import random
@@ -90,7 +90,7 @@ chapter_started = time.perf_counter()
 # and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
 # minutes on a T4). Compiling (lever 7) takes minutes of its own that no FLOP count sees.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report, training_work
 from bertlib.config import BertConfig
 
@@ -122,7 +122,7 @@ print(budget_report(GPU_WORK, DEVICE))
 # peak on a GPU; on Linux the kernel's high-water mark of the process, after asking the C
 # allocator to hand large freed blocks straight back, so the mark follows live tensors).
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/measure.py
 """Measuring BERT training, for the book's performance chapter and benchmarks: interleaved
 timings and peak memory, one training step as a closure, FLOPs per token and model FLOPs
@@ -211,7 +211,7 @@ def peak_memory_mib(step: Callable[[], object], device: torch.device) -> float |
 # precision, backward, an AdamW update. (Chapter 06's `Trainer` does the same, plus
 # clipping, scheduling and logging.)
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/measure.py
 def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
                   precision: str = "fp32", optimizer: torch.optim.Optimizer | None = None
@@ -247,7 +247,7 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
 # masked positions in its slots, as chapter 05's collator gives them: ⌈15% × seq⌉ slots a
 # row, the paper's 20 at length 128.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 tokenizer = BertTokenizer.from_pretrained(minilm_dir())
 articles = wikipedia_articles()
 paragraphs = [p for article in articles for p in article.paragraphs]
@@ -284,7 +284,7 @@ print(f"{S['model']}: {config.num_hidden_layers} layers, hidden {config.hidden_s
       f"{tuple(batch['input_ids'].shape)}, {int((batch['labels'] != IGNORE_INDEX).sum())} "
       "tokens to predict")
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.measure import (
     interleaved_timings,
     medians,
@@ -531,6 +531,8 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
     return index - first_of_document
 
 
+# %%
+#| export bertlib/packing.py
 def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
                    pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Masked-LM rows holding several (input ids, labels) documents each, ready for
@@ -586,7 +588,7 @@ assert len(starts) > 2 and difference < 1e-4
 # longest document, as chapter 06's collator does) and once packed, each trained for one
 # pass. We count only real tokens.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 def padded_batches(docs: list[tuple[list[int], list[int]]], rows: int) -> list[dict]:
     """One document per row, `rows` per batch, padded to the batch's longest by chapter
     07's collator."""
@@ -778,7 +780,7 @@ plt.show()
 # forward (gradients for the inputs and for the weights), so a training step is ≈3× the
 # forward.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/measure.py
 def forward_flops_per_token(config: BertConfig, seq_len: int,
                             predicted_share: float = 0.15) -> float:
@@ -826,7 +828,7 @@ assert abs(formula / counted - 1) < 0.05
 # figure for the precision; a CPU has no datasheet figure we can rely on, so there we
 # measure its peak with one large matrix product and call the result *matmul utilisation*.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/measure.py
 DATASHEET_TFLOPS = {  # dense bf16 / fp16 tensor-core peaks from NVIDIA's datasheets
     "H200": 989.0, "H100 SXM": 989.0, "H100 PCIe": 756.0, "H100": 989.0, "A100": 312.0,
@@ -880,7 +882,7 @@ for precision, dtype in [("fp32", torch.float32), ("bf16", torch.bfloat16)]:
 # phase is slower per token because attention grows with length; we scale the measured
 # rate by the ratio of FLOPs per token.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/measure.py
 @dataclass(frozen=True)
 class PretrainingBudget:

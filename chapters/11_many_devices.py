@@ -21,7 +21,7 @@
 # launches it with `torchrun`, and proves on this machine that two processes train exactly
 # as one does: over gloo on CPUs here, over NCCL where every process has a GPU of its own.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -39,7 +39,7 @@ if "google.colab" in sys.modules:
 # %% [markdown]
 # One size switch: `ddp_steps` is how many steps the proof at the end trains.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import json
 import os
 import subprocess
@@ -110,6 +110,8 @@ from bertlib.runtime import best_device
 from bertlib.train import Trainer, TrainingConfig
 
 
+# %%
+#| export bertlib/distributed/__init__.py
 def start_process_group() -> tuple[int, int, torch.device]:
     """(rank, world size, device) of this process. Under torchrun, join the process group:
     NCCL with the GPU numbered LOCAL_RANK when every process on this machine has a GPU of
@@ -128,6 +130,8 @@ def start_process_group() -> tuple[int, int, torch.device]:
     return dist.get_rank(), dist.get_world_size(), device
 
 
+# %%
+#| export bertlib/distributed/__init__.py
 class DataParallelTrainer(Trainer):
     """Chapter 06's Trainer in one of several processes: this rank's share of each global
     batch, the gradients averaged by DDP, checkpoints and the progress bar on rank 0 only."""
@@ -148,38 +152,6 @@ class DataParallelTrainer(Trainer):
         device_ids = [device.index] if device.type == "cuda" else None
         self.forward_model = DistributedDataParallel(self.model, device_ids=device_ids)
 
-    def save_checkpoint(self) -> Path | None:
-        """Rank 0 writes what all share (every copy holds the same weights and optimiser
-        state); every rank writes what is its own: its random number generators. A resumed
-        run then draws the dropout that an unbroken one would have drawn, on every rank, not
-        rank 0's on all of them. (Masks need no saving: they are seeded by the batch's place
-        and the rank.)"""
-        path = super().save_checkpoint() if self.rank == 0 else None
-        own = {"torch_rng": torch.get_rng_state(),
-               "cuda_rng": (torch.cuda.get_rng_state(self.device)
-                            if self.device.type == "cuda" else None)}
-        self._own_state_path().parent.mkdir(parents=True, exist_ok=True)
-        temporary = self._own_state_path().with_suffix(".tmp")
-        torch.save(own, temporary)
-        temporary.replace(self._own_state_path())
-        dist.barrier()
-        return path
-
-    def load_checkpoint(self) -> None:
-        """The shared state from rank 0's checkpoint, then this rank's own."""
-        super().load_checkpoint()
-        path = self._own_state_path()
-        if not path.is_file():
-            raise CheckpointError(f"{path} is missing: the run was saved by another number "
-                                  f"of processes than {self.world_size}; resume with as many")
-        own = torch.load(path, map_location="cpu", weights_only=False)  # our own file
-        torch.set_rng_state(own["torch_rng"])
-        if own["cuda_rng"] is not None and self.device.type == "cuda":
-            torch.cuda.set_rng_state(own["cuda_rng"], self.device)
-
-    def _own_state_path(self) -> Path:
-        return self.checkpoint_path.with_name(f"rank{self.rank}-of-{self.world_size}.pt")
-
     def _whole_batch(self, totals: torch.Tensor) -> torch.Tensor:
         """[mean loss, total tokens] over all processes. Every process then judges the
         same loss, so if training diverges they all stop together instead of one stopping
@@ -193,6 +165,47 @@ class DataParallelTrainer(Trainer):
         """DDP averages gradients during backward; with accumulation that is needed only
         once per step, after the last micro-batch (no_sync skips it for the others)."""
         return contextlib.nullcontext() if last else self.forward_model.no_sync()
+
+
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
+#| export bertlib/distributed/__init__.py
+# Checkpoints under DDP: what every rank shares, and what is each rank's own.
+def save_checkpoint(self) -> Path | None:
+    """Rank 0 writes what all share (every copy holds the same weights and optimiser
+    state); every rank writes what is its own: its random number generators. A resumed
+    run then draws the dropout that an unbroken one would have drawn, on every rank, not
+    rank 0's on all of them. (Masks need no saving: they are seeded by the batch's place
+    and the rank.)"""
+    path = super().save_checkpoint() if self.rank == 0 else None
+    own = {"torch_rng": torch.get_rng_state(),
+           "cuda_rng": (torch.cuda.get_rng_state(self.device)
+                        if self.device.type == "cuda" else None)}
+    self._own_state_path().parent.mkdir(parents=True, exist_ok=True)
+    temporary = self._own_state_path().with_suffix(".tmp")
+    torch.save(own, temporary)
+    temporary.replace(self._own_state_path())
+    dist.barrier()
+    return path
+
+def load_checkpoint(self) -> None:
+    """The shared state from rank 0's checkpoint, then this rank's own."""
+    super().load_checkpoint()
+    path = self._own_state_path()
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing: the run was saved by another number "
+                              f"of processes than {self.world_size}; resume with as many")
+    own = torch.load(path, map_location="cpu", weights_only=False)  # our own file
+    torch.set_rng_state(own["torch_rng"])
+    if own["cuda_rng"] is not None and self.device.type == "cuda":
+        torch.cuda.set_rng_state(own["cuda_rng"], self.device)
+
+def _own_state_path(self) -> Path:
+    return self.checkpoint_path.with_name(f"rank{self.rank}-of-{self.world_size}.pt")
+
+
+DataParallelTrainer.save_checkpoint = save_checkpoint
+DataParallelTrainer.load_checkpoint = load_checkpoint
+DataParallelTrainer._own_state_path = _own_state_path
 
 
 # %% [markdown]
@@ -217,7 +230,7 @@ def switch_off_dropout(model: nn.Module) -> nn.Module:
 # The command that the proof below runs, `python -m bertbook.ddp`: it fine-tunes MiniLM on
 # the book's sentiment data, so it lives in the book's package, not in the library.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/ddp/__init__.py
 """`python -m bertbook.ddp` (under torchrun): chapter 11's data-parallel fine-tuning of
 MiniLM on the book's sentiment snippets, one process or several."""

@@ -41,7 +41,7 @@ SIZES = {
 }
 
 
-# From chapters/06_pretraining.py, cell 38.
+# From chapters/06_pretraining.py, cell 44.
 def run_for(settings: dict, progress: bool = True) -> PretrainingRun:
     """The PretrainingRun a size's settings describe (chapter 08's too: its tables add
     objective, mask_rate, dropout and seed). Without an objective it is the paper's,
@@ -96,7 +96,7 @@ def chapter_06_model(size: str) -> Path:
     return folder / "model"
 
 
-# From chapters/06_pretraining.py, cell 53.
+# From chapters/06_pretraining.py, cell 59.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bertbook.pretrain",
                                      description="Pretrain a BERT on the book's corpus.")

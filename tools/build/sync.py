@@ -1,10 +1,11 @@
 """Keep what is derived from the repository slug, and the notebook twins, up to date.
 
 The slug lives in one place, `[tool.bertbook]` in pyproject.toml. From it this script
-writes each chapter's Colab set-up cell and the README's chapter table with its
-"Open in Colab" badges. It gives the exercise cells nbgrader's metadata (derived from
-their layout, tools/grading/exercises.py), then pairs every chapter's .py with its .ipynb
-(jupytext --sync, which keeps the notebook's outputs) and keeps the saved outputs quiet
+writes each chapter's Colab set-up cell (collapsed) and the README's chapter table with its
+"Open in Colab" badges. Every cell tagged `hide-input` gets `jupyter.source_hidden` too.
+It gives the exercise cells nbgrader's metadata (derived from their layout,
+tools/grading/exercises.py), then pairs every chapter's .py with its .ipynb (jupytext
+--sync, which keeps the notebook's outputs) and keeps the saved outputs quiet
 (tools/build/outputs.py: one line per progress bar, as the reader saw it).
 
     python tools/build/sync.py            # rewrite what is out of date
@@ -27,6 +28,7 @@ import nbformat
 
 from bertbook.library_map import library_table
 from tools.build.outputs import quiet_outputs
+from tools.build.reading_path import COLLAPSED_TAG
 from tools.chapters import ROOT, book_settings, chapter_sources
 from tools.grading.exercises import hidden_tests_misplaced, nbgrader_metadata
 
@@ -62,7 +64,8 @@ def colab_cell(root: Path = ROOT) -> str:
     ])
 
 
-_CELL = re.compile(r"(# %%\n)(" + re.escape(COLAB_CELL_FIRST_LINE) + r"\n.*?)(?=\n+# %%)", re.S)
+_CELL = re.compile(r"(# %%[^\n]*\n)(" + re.escape(COLAB_CELL_FIRST_LINE) + r"\n.*?)(?=\n+# %%)",
+                   re.S)
 
 
 def with_colab_cell(chapter_text: str, cell: str) -> str:
@@ -71,8 +74,24 @@ def with_colab_cell(chapter_text: str, cell: str) -> str:
     return _CELL.sub(lambda m: m.group(1) + cell, chapter_text, count=1)
 
 
+def with_collapsed_cells(notebook: nbformat.NotebookNode) -> None:
+    """Collapse the Colab set-up cell, and give every cell tagged `hide-input` (the tag the
+    HTML book honours) `jupyter.source_hidden` (the flag Jupyter honours), in place."""
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        tags = cell.metadata.setdefault("tags", [])
+        if cell.source.startswith(COLAB_CELL_FIRST_LINE) and COLLAPSED_TAG not in tags:
+            tags.append(COLLAPSED_TAG)
+        if COLLAPSED_TAG in tags:
+            cell.metadata["jupyter"] = {**cell.metadata.get("jupyter", {}), "source_hidden": True}
+        if not tags:
+            del cell.metadata["tags"]
+
+
 def with_nbgrader_metadata(chapter_text: str) -> str:
-    """The chapter with nbgrader's metadata on exactly its exercise cells.
+    """The chapter with nbgrader's metadata on exactly its exercise cells, and its collapsed
+    cells flagged for Jupyter.
 
     The metadata is derived from the exercise layout (tools/grading/exercises.py), so an exercise
     added, moved or renumbered gets the right grade ids at the next `make sync`.
@@ -81,6 +100,7 @@ def with_nbgrader_metadata(chapter_text: str) -> str:
     if misplaced := hidden_tests_misplaced(notebook):
         raise ValueError(f"hidden tests in cells {misplaced}, which are not the tests cell "
                          "right after an answer cell: nbgrader would refuse them")
+    with_collapsed_cells(notebook)
     wanted = nbgrader_metadata(notebook)
     for index, cell in enumerate(notebook.cells):
         if index in wanted:

@@ -1,0 +1,70 @@
+"""The reading path of every committed chapter stays inside DESIGN.md's budgets."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import nbformat
+import pytest
+
+from tools.build.reading_path import (
+    BUDGET,
+    COLLAPSED_TAG,
+    NOT_YET,
+    ReadingPath,
+    chapter_reading_path,
+    over_budget,
+    reading_path,
+)
+from tools.chapters import ROOT, chapter_sources
+
+CHAPTERS = chapter_sources(ROOT)
+
+
+def code(source: str, outputs: int = 0, collapsed: bool = False) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(source)
+    cell.outputs = [nbformat.v4.new_output("stream", text="x\n")] * outputs
+    if collapsed:
+        cell.metadata["tags"] = [COLLAPSED_TAG]
+    return cell
+
+
+def test_collapsed_cells_are_not_counted_and_the_first_result_is_a_visible_one():
+    notebook = nbformat.v4.new_notebook(cells=[
+        code("import os\nimport sys", outputs=1, collapsed=True),
+        nbformat.v4.new_markdown_cell("prose\nmore prose"),
+        code("a = 1\nb = 2\nc = 3"),
+        code("print(a)", outputs=1),
+        code("\n".join(["x = 0"] * 60), collapsed=True),
+    ])
+    assert reading_path(notebook, source_lines=99) == ReadingPath(
+        visible_lines=4, longest_cell=3, first_result_at=4, source_lines=99)
+
+
+def test_over_budget_names_what_exceeds_it():
+    path = ReadingPath(visible_lines=351, longest_cell=40, first_result_at=10, source_lines=100)
+    assert over_budget("a chapter", path) == ["visible_lines 351 > 350"]
+    no_result = ReadingPath(10, 5, None, 100)
+    assert over_budget("a chapter", no_result) == ["no visible cell shows a result"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_each_chapter_is_within_its_reading_path_budget(chapter):
+    assert over_budget(chapter.stem, chapter_reading_path(chapter)) == []
+
+
+@pytest.mark.parametrize("name", sorted(NOT_YET))
+def test_a_ceiling_is_listed_only_while_the_chapter_is_over_the_budget(name):
+    measured = asdict(chapter_reading_path(ROOT / "chapters" / f"{name}.py"))
+    assert any(measured[key] > getattr(BUDGET, key) for key in NOT_YET[name]), (
+        f"{name} is inside the budget now: remove it from NOT_YET")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_collapsed_cells_are_collapsed_in_jupyter_too(chapter):
+    notebook = nbformat.read(chapter.with_suffix(".ipynb"), as_version=4)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert COLLAPSED_TAG in code_cells[0].metadata.get("tags", []), "the set-up cell"
+    for cell in code_cells:
+        if COLLAPSED_TAG in cell.metadata.get("tags", []):
+            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True
