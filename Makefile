@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 
-.PHONY: setup book unit test check-html export sync notebooks student grade grade-selftest lab bench gpu-check
+.PHONY: setup book unit test check-html export sync notebooks diagrams student grade grade-selftest lab bench gpu-check
 
 setup:            ## create .venv and install everything (quick when already done)
 	bash tools/build/setup.sh
@@ -31,6 +31,9 @@ sync: export      ## slug-derived cells and README table, then pair each .py wit
 
 notebooks: sync   ## re-execute every chapter at cpu size into its committed .ipynb
 	BERT_BOOK_SIZE=cpu $(VENV)/bin/jupytext --sync --execute --set-kernel python3 $(CHAPTERS)
+
+diagrams: setup   ## redraw the chapters' diagrams (chapters/figures/*.svg) from tools/build/diagrams.py
+	$(PY) tools/build/diagrams.py
 
 student: setup    ## student copies in _build/student (nbgrader generate_assignment)
 	$(PY) tools/grading/student.py _build/student

@@ -148,6 +148,8 @@ assert report.ok, "fix the lines marked FIX above, then run this cell again"
 # %% [markdown]
 # ## The map
 #
+# ![The chapters 01 to 11 as a strip: build, train, look inside](figures/roadmap.svg)
+#
 # | chapter | question |
 # |---|---|
 # | 00 Preface | how do I run this book? |

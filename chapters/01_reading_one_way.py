@@ -29,6 +29,11 @@
 # These are the two arguments of the BERT paper's introduction (Devlin et al., 2018, §1 and
 # §3.1): standard language models are unidirectional, and a naively bidirectional one would
 # "allow each word to indirectly see itself". The fix, masking, is chapter 05.
+#
+# ![What GPT-1, ELMo and BERT read to represent the word bank](figures/reading_directions.svg)
+#
+# *The paper's Figure 3, as this chapter measures it: what each model may read to represent
+# one word.*
 
 # %% [markdown]
 # ## Set-up

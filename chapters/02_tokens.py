@@ -171,6 +171,8 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
 # **longest** piece that matches. A piece that does not start the word carries the prefix
 # `##`. If at some point no piece matches, the whole word becomes `[UNK]` — with a
 # vocabulary that contains every single character, that almost never happens.
+#
+# ![WordPiece cuts unaffable into un, ##aff, ##able](figures/wordpiece.svg)
 
 # %%
 #| export bertlib/tokenizer.py

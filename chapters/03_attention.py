@@ -77,6 +77,10 @@ print(budget_report([], DEVICE))
 #
 # $$\text{Attention}(Q, K, V) = \text{softmax}\!\left(\frac{QK^\top}{\sqrt{d}}\right)V$$
 #
+# ![One query scores every key; softmax weights average the values](figures/attention.svg)
+#
+# *One query, drawn with made-up weights: the cells below compute real ones.*
+#
 # ## Version 1: loops
 #
 # Literally the sentence above, one position at a time — slow, and easy to check by eye:
@@ -277,6 +281,8 @@ print("the real tokens' outputs are unchanged by 3 positions of padding")
 # attentions side by side, each on its own learned projection of the input (d/h wide), and
 # concatenates the results, so one head can follow syntax while another follows
 # coreference. BERT-base has 12 heads of 64 dimensions.
+#
+# ![The hidden vector split into heads and merged again](figures/multi_head.svg)
 #
 # The module below keeps BERT's parameter names (`query`, `key`, `value`), so real
 # checkpoints load into it. It uses the fused kernel unless the weights are asked for.

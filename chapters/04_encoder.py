@@ -225,6 +225,10 @@ print(BertConfig.preset("bert-base"))
 # has no notion of order), and a **segment** embedding (sentence A or B). The sum is
 # normalised with LayerNorm and passed through dropout. The names (`word_embeddings`,
 # `LayerNorm`, …) are those of the original checkpoints.
+#
+# ![Token, segment and position embeddings summed per position](figures/input_rows.svg)
+#
+# *The paper's Figure 2, drawn again: three rows of embeddings, summed per position.*
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/model.py
@@ -294,6 +298,8 @@ assert torch.allclose(by_hand, F.layer_norm(x, (8,), scale, shift, eps=1e-12), a
 # Each layer has two blocks, and each block is wrapped the same way — the *post-LN* form of
 # the original Transformer: `LayerNorm(x + Dropout(block(x)))`. The residual `x + …` lets
 # information and gradients pass straight through; the LayerNorm comes after the addition.
+#
+# ![One post-LN encoder layer, and the stack with the pooler](figures/encoder.svg)
 #
 # 1. **Self-attention** (chapter 03) followed by a dense projection back to the hidden size.
 # 2. **Feed-forward**: a dense layer 4× wider, the GELU non-linearity, a dense layer back.

@@ -79,6 +79,8 @@ print(budget_report([], None))
 # `[SEP]` or padding — capped at a maximum number of predictions per sequence (20 for
 # length 128). Each chosen token is then replaced:
 #
+# ![80/10/10 masking on one sentence, scored only at the chosen tokens](figures/masking.svg)
+#
 # * 80% of the time by `[MASK]`,
 # * 10% by a random token,
 # * 10% left unchanged.
@@ -349,6 +351,8 @@ assert whole_word == 1.0 and token_level < 0.5
 #
 # BERT's second objective asks whether segment B really follows segment A. The original's
 # data creation, rebuilt here:
+#
+# ![A next-sentence pair: IsNext half the time, NotNext the other half](figures/next_sentence.svg)
 #
 # * documents are split into sentences; sentences are packed into a chunk until a **target
 #   length** is reached — the full length (128 − 3 for `[CLS]` and two `[SEP]`), but 10% of

@@ -125,6 +125,10 @@ use_drive(KEEP_ON_DRIVE)
 # %% [markdown]
 # ## The heads
 #
+# ![One encoder, an NSP head on [CLS], an MLM head on the masked token](figures/pretraining.svg)
+#
+# *The paper's Figure 1 (left): one encoder, two heads, one summed loss.*
+#
 # **Masked LM.** The final vector at a masked position goes through a dense layer, GELU and
 # LayerNorm (the "transform"), then a **decoder** to one score per vocabulary piece. The
 # decoder's weight matrix *is* the token embedding matrix, transposed (weight tying: the

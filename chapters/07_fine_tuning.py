@@ -483,6 +483,8 @@ assert abs(majority_share(pairs["test"]) - 0.5) < 1e-9  # one true, one false pe
 #
 # Fine-tuning adds remarkably little (§3.2 and Figure 4 of the paper):
 #
+# ![Four fine-tuning setups on one pretrained encoder](figures/fine_tuning.svg)
+#
 # * **a sentence or a pair** — the pooled `[CLS]` vector (chapter 04's pooler), dropout, and
 #   one linear layer to a score per label. A pair is just two segments in one input.
 # * **every token** — the same linear layer applied to each token's final vector.

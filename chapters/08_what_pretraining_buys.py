@@ -963,6 +963,8 @@ claim(first_win[ours] is not None,
 # matching: does this opening paragraph belong under this headline, or under another of
 # the same topic? Each objective is fine-tuned on it from two budgets of the same run: the
 # checkpoint kept halfway, and the end.
+#
+# ![Which position reads which: masked LM against left to right](figures/attention_masks.svg)
 
 # %%
 from bertbook.datasets import headline_pairs

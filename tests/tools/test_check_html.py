@@ -2,13 +2,16 @@
 
 from tools.build import check_html
 
-EXPECTED = {"title": "Attention", "figures": 2, "tables": 1, "bertviz": True, "solutions": 1}
+EXPECTED = {"title": "Attention", "figures": 2, "tables": 1, "bertviz": True, "solutions": 1,
+            "diagrams": ["attention.svg"], "collapsed": 1}
 GOOD = ('<link href="../_static/book.css" rel="stylesheet">'
         '<h1>03 · Attention<a class="headerlink">#</a></h1>'
         '<div class="dropdown admonition"><p>Solution</p></div>'
         '<img alt="x" src="../_images/a.png"><img alt="y" src="../_images/b.png">'
         '<table></table><a href="https://colab.research.google.com/github/o/r/blob/main/x">'
-        '</a><svg><line></line></svg>')
+        '</a><svg><line></line></svg><img alt="d" src="../_images/attention.svg">'
+        '<details class="admonition hide above-input"><summary>Show code cell source</summary>'
+        '<pre>import torch</pre></details>')
 
 
 def test_a_complete_page_passes():
@@ -25,6 +28,10 @@ def test_each_missing_piece_is_named():
                                  EXPECTED) == ["0 collapsed solutions, the chapter has 1"]
     assert check_html.check_page(GOOD + "<h3>### BEGIN SOLUTION</h3>", EXPECTED) == [
         "'BEGIN SOLUTION' shows on the page"]
+    assert check_html.check_page(GOOD.replace("attention.svg", "other.svg"), EXPECTED) == [
+        "the diagram attention.svg is not on the page"]
+    assert check_html.check_page(GOOD.replace("hide above-input", "above-input"), EXPECTED) == [
+        "0 collapsed code cells, the chapter has 1"]
     assert "not in the page's <h1>" in check_html.check_page(
         GOOD.replace("Attention", "Masking"), EXPECTED)[0]
 

@@ -150,6 +150,9 @@ def write_book_config(chapters: list[Path]) -> None:
         shutil.copy(ROOT / "book" / page, SOURCE / page)
     (SOURCE / "_static").mkdir(exist_ok=True)
     (SOURCE / "_static" / "book.css").write_text(BOOK_CSS)
+    # The chapters show their diagrams by paths relative to themselves (figures/NAME.svg).
+    shutil.copytree(ROOT / "chapters" / "figures", SOURCE / "chapters" / "figures",
+                    dirs_exist_ok=True)
 
 
 def execute_all(chapters: list[Path]) -> int:

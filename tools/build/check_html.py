@@ -1,8 +1,9 @@
 """Open the built book in a real browser (headless Chromium) and check what readers see.
 
-For every chapter page: its title, as many figures as its notebook made plots, its tables,
-its solutions folded away, no grading markers, a launch link to Colab and — where the
-chapter shows bertviz — that the attention view really drew its lines. bertviz loads
+For every chapter page: its title, as many figures as its notebook made plots, its drawn
+diagrams (served from the site), its tables, its solutions and collapsed code cells folded
+away (each a closed <details> holding its code), no grading markers, a launch link to Colab
+and — where the chapter shows bertviz — that the attention view really drew its lines. bertviz loads
 require.js, d3 and jquery from a CDN; offline, this check serves local copies installed
 from the npm registry instead (`--vendor`), on a copy of the book, so the published pages
 keep their CDN links. A screenshot of the attention chapter is saved under _build/.
@@ -28,6 +29,7 @@ import nbformat
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tools.build.reading_path import COLLAPSED_TAG
 from tools.build.sync import chapter_title
 from tools.chapters import ROOT, chapter_sources
 
@@ -101,6 +103,9 @@ def expectations(chapter: Path, executed: Path) -> dict:
                          for c in notebook.cells if c.cell_type == "markdown"),
         "bertviz": any("bertviz" in str(o.get("data", {}).get("text/html", ""))
                        or "require.config" in str(o.get("data", {})) for o in outputs),
+        "diagrams": re.findall(r"\]\(figures/([\w-]+\.svg)\)", markdown),
+        "collapsed": sum(COLLAPSED_TAG in c.metadata.get("tags", []) for c in notebook.cells
+                         if c.cell_type == "code"),
     }
 
 
@@ -109,7 +114,7 @@ def check_page(dom: str, expected: dict) -> list[str]:
     headings = " ".join(re.findall(r"<h1[^>]*>(.*?)</h1>", dom, re.S))
     if expected["title"] not in re.sub(r"<[^>]+>", "", headings):
         problems.append(f"title {expected['title']!r} not in the page's <h1>")
-    images = len(re.findall(r"<img [^>]*src=\"[^\"]*_images/", dom))
+    images = len(re.findall(r"<img [^>]*src=\"[^\"]*_images/[^\"]*\.png\"", dom))
     if images < expected["figures"]:
         problems.append(f"{images} figures shown, the notebook made {expected['figures']}")
     tables = dom.count("<table")
@@ -128,6 +133,15 @@ def check_page(dom: str, expected: dict) -> list[str]:
         problems.append("the book's style sheet (output lines that fit) is not linked")
     if expected["bertviz"] and dom.count("<line") == 0:
         problems.append("the bertviz view drew no lines")
+    for diagram in expected["diagrams"]:
+        if f'src="../_images/{diagram}"' not in dom:
+            problems.append(f"the diagram {diagram} is not on the page")
+    # Jupyter Book shows a hide-input cell as a closed <details> that opens on a click.
+    collapsed = re.findall(r'<details class="[^"]*\bhide\b[^"]*\babove-input\b[^"]*">'
+                           r'(.*?)</details>', dom, re.S)
+    if sum("<pre" in inside for inside in collapsed) < expected["collapsed"]:
+        problems.append(f"{len(collapsed)} collapsed code cells, the chapter has "
+                        f"{expected['collapsed']}")
     return problems
 
 
@@ -148,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
                 executed = ROOT / "_build" / "book-src" / "chapters" / f"{chapter.stem}.ipynb"
                 expected = expectations(chapter, executed)
                 dom = chromium(f"{base}/chapters/{chapter.stem}.html", "--dump-dom")
-                problems = check_page(dom, expected)
+                problems = check_page(dom, expected) + [
+                    f"the diagram {name} is missing from the site"
+                    for name in expected["diagrams"] if not (site / "_images" / name).is_file()]
                 lines = dom.count("<line")
                 status = "ok" if not problems else "FAILED: " + "; ".join(problems)
                 print(f"{chapter.stem}: {expected['figures']} figures, {expected['tables']} "
