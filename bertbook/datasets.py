@@ -24,7 +24,6 @@ from bertbook.corpora import (
     wiki_pages,
     wiki_paragraphs,
 )
-from bertlib.errors import DataUnavailable
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, tag_names, words_in
 
 __all__ = [
@@ -47,17 +46,6 @@ __all__ = [
     "CONLL_TAGS",
     "link_words",
     "link_questions",
-    "GLUE_TEXT_FIELDS",
-    "CONLL2003_HUB",
-    "SQUAD_HUB",
-    "GLUE_HUB",
-    "hub_dataset",
-    "glue_examples",
-    "glue_task",
-    "conll_words",
-    "conll2003",
-    "squad_questions",
-    "squad",
     "SenseExample",
     "bank_senses",
 ]
@@ -244,82 +232,6 @@ def link_questions(paragraph: LinkedParagraph) -> list[SpanQuestion]:
     return [SpanQuestion(target, paragraph.text,
                          tuple((s, e) for s, e, linked in paragraph.links if linked == target))
             for target in targets]
-
-
-# From chapters/07_fine_tuning.py, cell 49.
-GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
-                    "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
-# Each dataset read at a fixed revision, so that a reader's numbers do not move under the
-# book; `make gpu-check` asks the hub whether each is still there. GLUE has no revision
-# recorded yet: gpu-check prints the one it finds, to pin here.
-CONLL2003_HUB = ("eriktks/conll2003", "refs/convert/parquet")  # the script's parquet export
-SQUAD_HUB = ("rajpurkar/squad", "7b6d24c440a36b6815f21b70d25016731768db1f")
-GLUE_HUB = ("nyu-mll/glue", None)
-
-
-def hub_dataset(name: str, config: str | None = None, revision: str | None = None):
-    """A dataset from the Hugging Face hub (online only, e.g. on Colab)."""
-    try:
-        from datasets import load_dataset
-    except ImportError as error:
-        raise DataUnavailable("the paper's benchmarks are read with the `datasets` library. "
-                              "Install it with:  pip install datasets   (and be online)"
-                              ) from error
-    try:
-        return load_dataset(name, config, revision=revision)
-    except Exception as error:  # offline, renamed, or moved: say which dataset and why
-        raise DataUnavailable(f"could not load {name!r} from the Hugging Face hub ({error}). "
-                              "This needs internet; offline, use the book's own tasks."
-                              ) from error
-
-
-def glue_examples(rows, task: str) -> list[TextExample]:
-    """GLUE rows (dicts with the task's text fields and 'label') as TextExamples."""
-    text, pair = GLUE_TEXT_FIELDS[task]
-    return [TextExample(row[text], int(row["label"]), row[pair] if pair else None)
-            for row in rows]
-
-
-def glue_task(task: str) -> dict[str, list[TextExample]]:
-    """A GLUE task: its train split, and its validation split as 'test'."""
-    if task not in GLUE_TEXT_FIELDS:
-        raise ValueError(f"unknown GLUE task {task!r}; choose one of {sorted(GLUE_TEXT_FIELDS)}")
-    name, revision = GLUE_HUB
-    data = hub_dataset(name, task, revision=revision)
-    return {"train": glue_examples(data["train"], task),
-            "test": glue_examples(data["validation"], task)}
-
-
-def conll_words(rows) -> list[TaggedWords]:
-    """CoNLL-2003 rows ('tokens', and 'ner_tags' numbered as CONLL_TAGS) as TaggedWords.
-    The tokens become the words: they hold no spaces. The -DOCSTART- rows that mark where
-    a document begins are not sentences, and are left out."""
-    return [TaggedWords(tuple(row["tokens"]), tuple(int(t) for t in row["ner_tags"]))
-            for row in rows if row["tokens"] and row["tokens"][0] != "-DOCSTART-"]
-
-
-def conll2003() -> dict[str, list[TaggedWords]]:
-    """CoNLL-2003's English named entities (Tjong Kim Sang & De Meulder, 2003)."""
-    name, revision = CONLL2003_HUB
-    data = hub_dataset(name, revision=revision)
-    return {split: conll_words(data[hub_split])
-            for split, hub_split in [("train", "train"), ("dev", "validation"), ("test", "test")]}
-
-
-def squad_questions(rows) -> list[SpanQuestion]:
-    """SQuAD rows (question, context, answers with 'text' and 'answer_start') as
-    SpanQuestions; a validation question has up to three answers from different people."""
-    return [SpanQuestion(row["question"], row["context"],
-                         tuple((start, start + len(text)) for start, text in
-                               zip(row["answers"]["answer_start"], row["answers"]["text"])))
-            for row in rows]
-
-
-def squad() -> dict[str, list[SpanQuestion]]:
-    """SQuAD v1.1 (Rajpurkar et al., 2016): train, and its dev set as 'test'."""
-    name, revision = SQUAD_HUB
-    data = hub_dataset(name, revision=revision)
-    return {"train": squad_questions(data["train"]), "test": squad_questions(data["validation"])}
 
 
 # From chapters/09_inside_bert.py, cell 17.

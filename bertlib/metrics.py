@@ -17,6 +17,7 @@ __all__ = [
     "evaluate_classification",
     "evaluate_tagging",
     "evaluate_span_qa",
+    "answer_or_abstain",
 ]
 
 
@@ -100,3 +101,16 @@ def evaluate_span_qa(model, features, collator, device,
         overlap += max(f1_score(max(0, min(end, e) - max(start, s) + 1), end - start + 1,
                                 e - s + 1) for s, e in feature["answers"])
     return {"exact_match": exact / len(features), "f1": overlap / len(features)}
+
+
+# From chapters/07_fine_tuning.py, cell 51.
+def answer_or_abstain(start_scores: torch.Tensor, end_scores: torch.Tensor,
+                      allowed: torch.Tensor, threshold: float = 0.0,
+                      max_answer_length: int = 30) -> tuple[int, int] | None:
+    """SQuAD 2.0's rule (Devlin et al., 2018, §4.3): the best span when its score beats the
+    no-answer score (start and end at [CLS], position 0) by more than `threshold`, which is
+    tuned on dev data to maximise F1; None ("no answer") otherwise."""
+    start, end = best_span(start_scores, end_scores, allowed, max_answer_length)
+    no_answer = float(start_scores[0] + end_scores[0])
+    best = float(start_scores[start] + end_scores[end])
+    return (start, end) if best > no_answer + threshold else None

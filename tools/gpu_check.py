@@ -200,8 +200,8 @@ def chapters_check(size: str, scale: float, wanted: list[str], timeout: int) -> 
 
 def pinned_hub_datasets() -> list[tuple[str, str | None]]:
     """Every (dataset, revision) the book reads from the Hugging Face hub."""
+    from bertbook.benchmarks import CONLL2003_HUB, GLUE_HUB, SQUAD_HUB
     from bertbook.corpora import WIKITEXT_HUB
-    from bertbook.datasets import CONLL2003_HUB, GLUE_HUB, SQUAD_HUB
     return [WIKITEXT_HUB, GLUE_HUB, CONLL2003_HUB, SQUAD_HUB]
 
 

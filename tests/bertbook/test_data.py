@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from bertbook import corpora, datasets
+from bertbook import benchmarks, corpora, datasets
 from bertlib import errors, task_data
 
 
@@ -73,8 +73,8 @@ def test_hub_readers_without_datasets_say_how_to_get_it(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_datasets)
-    readers = (corpora.wikitext103, datasets.conll2003, datasets.squad,
-               lambda: datasets.glue_task("sst2"))
+    readers = (corpora.wikitext103, benchmarks.conll2003, benchmarks.squad,
+               lambda: benchmarks.glue_task("sst2"))
     for load in readers:
         with pytest.raises(errors.DataUnavailable, match="pip install datasets"):
             load()
@@ -170,17 +170,17 @@ def test_marked_links_keep_visible_text_and_target():
 
 def test_glue_rows_become_examples():
     rows = [{"sentence1": "A cat sat.", "sentence2": "A cat was sitting.", "label": 1}]
-    assert datasets.glue_examples(rows, "mrpc") == [
+    assert benchmarks.glue_examples(rows, "mrpc") == [
         task_data.TextExample("A cat sat.", 1, "A cat was sitting.")]
     with pytest.raises(ValueError, match="unknown GLUE task"):
-        datasets.glue_task("squad")
+        benchmarks.glue_task("squad")
 
 
 def test_conll_rows_become_tagged_words():
     rows = [{"tokens": ["EU", "rejects", "German", "call"], "ner_tags": [3, 0, 7, 0]},
             {"tokens": [], "ner_tags": []},  # the hub keeps the sentence separators
             {"tokens": ["-DOCSTART-"], "ner_tags": [0]}]  # and the document markers
-    (words,) = datasets.conll_words(rows)
+    (words,) = benchmarks.conll_words(rows)
     assert words == task_data.TaggedWords(("EU", "rejects", "German", "call"), (3, 0, 7, 0))
     assert [datasets.CONLL_TAGS[t] for t in words.tags] == ["B-ORG", "O", "B-MISC", "O"]
 
@@ -189,7 +189,7 @@ def test_squad_rows_become_span_questions():
     context = "Normans gave their name to Normandy, a region in France."
     rows = [{"question": "In what country is Normandy?", "context": context,
              "answers": {"text": ["France", "France"], "answer_start": [49, 49]}}]
-    (question,) = datasets.squad_questions(rows)
+    (question,) = benchmarks.squad_questions(rows)
     assert [context[s:e] for s, e in question.answers] == ["France", "France"]
 
 
@@ -199,4 +199,4 @@ def test_hub_datasets_offline_name_the_dataset(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=offline))
     with pytest.raises(errors.DataUnavailable, match="could not load 'rajpurkar/squad'"):
-        datasets.squad()
+        benchmarks.squad()
