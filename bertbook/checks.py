@@ -234,6 +234,30 @@ def check_attention_flops(attention_flops: Callable[[int, int], int]) -> None:
     ])
 
 
+def check_split_merge_heads(split_heads: Callable[[Any, int], Any],
+                            merge_heads: Callable[[Any], Any]) -> None:
+    """Exercise 03.4: (batch, seq, hidden) <-> (batch, heads, seq, head size), and back."""
+    import torch
+
+    x = torch.arange(2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8)
+    split = _call(split_heads, Case((x, 2), None, ""))
+    if not isinstance(split, torch.Tensor) or tuple(split.shape) != (2, 2, 3, 4):
+        shape = tuple(split.shape) if isinstance(split, torch.Tensor) else split
+        raise CheckFailed(f"split_heads(x of shape (2, 3, 8), heads=2) gave {shape}; expected "
+                          "shape (2, 2, 3, 4). Hint: view as (batch, seq, heads, head size), "
+                          "then swap the seq and heads axes")
+    for head, position in [(h, t) for h in range(2) for t in range(3)]:
+        if not torch.equal(split[0, head, position], x[0, position, 4 * head:4 * head + 4]):
+            raise CheckFailed(f"head {head} of position {position} should hold x[0, {position}, "
+                              f"{4 * head}:{4 * head + 4}], slice {head} of that position's "
+                              "vector. Hint: split the last axis; do not reshape across positions")
+    merged = _call(merge_heads, Case((split,), None, ""))
+    if not isinstance(merged, torch.Tensor) or not torch.equal(merged, x):
+        raise CheckFailed("merge_heads(split_heads(x, 2)) should give x back exactly. Hint: "
+                          "swap the axes back, then .reshape(batch, seq, heads * head size)")
+    print("✓ split_heads and merge_heads: all 3 checks passed")
+
+
 # ---- chapter 04 -------------------------------------------------------------------
 
 def check_layer_norm(layer_norm: Callable[..., Any]) -> None:
@@ -277,6 +301,27 @@ def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> None
 
 
 # ---- chapter 05 -------------------------------------------------------------------
+
+def check_apply_masking(apply_masking: Callable[..., tuple[list[int], list[int]]]) -> None:
+    """Exercise 05.4: the 80/10/10 replacement of the chosen positions, with given draws."""
+    ids = [101, 7, 8, 9, 10, 102]
+    check_cases(apply_masking, [
+        Case((ids, [2], [0.5], [55], 103), ([101, 7, 103, 9, 10, 102],
+                                            [-100, -100, 8, -100, -100, -100]),
+             "a draw under 0.8 puts [MASK] (mask_id) there; the label is the original id"),
+        Case((ids, [3], [0.85], [55], 103), ([101, 7, 8, 55, 10, 102],
+                                             [-100, -100, -100, 9, -100, -100]),
+             "a draw in [0.8, 0.9) puts that position's random id there"),
+        Case((ids, [4], [0.95], [55], 103), ([101, 7, 8, 9, 10, 102],
+                                             [-100, -100, -100, -100, 10, -100]),
+             "a draw of 0.9 or more keeps the token, but it is still predicted"),
+        Case((ids, [1, 4], [0.1, 0.8], [55, 66], 103), ([101, 103, 8, 9, 66, 102],
+                                                        [-100, 7, -100, -100, 10, -100]),
+             "the k-th chosen position uses draws[k] and random_ids[k]; 0.8 is not < 0.8"),
+        Case((ids, [], [], [], 103), (ids, [-100] * 6),
+             "nothing chosen: the ids unchanged, every label -100"),
+    ])
+
 
 def check_expected_coverage(expected_coverage: Callable[[int, float], float]) -> None:
     """Exercise 05.1: 1 - (1 - p)^epochs."""

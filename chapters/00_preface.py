@@ -29,8 +29,9 @@
 # ## How to run it
 #
 # * **On your laptop.** `make book` (in a checkout of the repository) creates a virtual
-#   environment in `.venv`, installs everything (a CPU build of PyTorch if you have none),
-#   runs every chapter and renders the HTML book. `make lab` opens the chapters in
+#   environment in `.venv`, installs everything (a CPU build of PyTorch if you have none)
+#   and renders the HTML book from the committed notebooks; `make book EXECUTE=1` runs
+#   every chapter first. `make lab` opens the chapters in
 #   JupyterLab. Each chapter is a pair of files: `NN_name.py`, the source, and
 #   `NN_name.ipynb`, its notebook twin with outputs; edit either in Jupyter and the other
 #   follows (jupytext keeps them paired).

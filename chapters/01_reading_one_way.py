@@ -33,7 +33,10 @@
 # ![What GPT-1, ELMo and BERT read to represent the word bank](figures/reading_directions.svg)
 #
 # *The paper's Figure 3, as this chapter measures it: what each model may read to represent
-# one word.*
+# one word.* GPT-1 (Radford et al., 2018) is a Transformer that reads left to right only.
+# ELMo (Peters et al., 2018) runs two LSTMs, one left to right and one right to left, each
+# blind to the other side, and joins their vectors at the top. BERT's encoder reads both
+# sides in every layer; to make that trainable it hides the word (chapter 05).
 
 # %% [markdown]
 # ## Set-up

@@ -610,9 +610,12 @@ for attempt in [lambda: bert_tokenizer.encode("   "),
 # ## Training a WordPiece vocabulary on our corpus
 #
 # BERT's English vocabulary was learned from its pretraining text. We can learn one from ours
-# with the `tokenizers` trainer: it starts from characters and keeps merging the pair of
-# pieces that most increases the likelihood of the training text, until the vocabulary
-# reaches the size we ask for. The five special tokens come first, so `[PAD]` is id 0.
+# with the `tokenizers` trainer. Google's WordPiece chose each merge by how much it raised
+# the likelihood of the training text; the `tokenizers` trainer (its `WordPieceTrainer`
+# runs its BPE trainer) merges the most *frequent* adjacent pair instead, then writes the
+# result as a WordPiece vocabulary with `##` continuations. It starts from characters and
+# stops when the vocabulary reaches the size we ask for. The five special tokens come
+# first, so `[PAD]` is id 0.
 
 # %%
 #| export bertlib/tokenizer.py

@@ -389,6 +389,18 @@ uniform = 1 / n
 assert max(previous.max(), following.max()) > 3 * uniform, "some head tracks a neighbour"
 
 # %% [markdown]
+# The introduction said "bank" *can* give most of its attention to "river". Whether this
+# layer does, measured: the weight from "bank" to "river" in each head.
+
+# %%
+bank, river = tokens.index("bank"), tokens.index("river")
+to_river = probs[:, bank, river]
+strongest = int(to_river.argmax())
+print(f"'bank' -> 'river', layer 0: strongest in head {strongest} ({to_river[strongest]:.2f}), "
+      f"mean over heads {to_river.mean():.2f}, uniform {uniform:.2f}")
+assert to_river[strongest] > 5 * uniform, "some head of this layer looks from bank to river"
+
+# %% [markdown]
 # The heads that score highest on each of those, and head 0, as heatmaps (row = the token
 # attending, column = the token attended to):
 
@@ -407,7 +419,8 @@ plt.show()
 # The same weights in **bertviz**'s interactive head view (hover over a token; pick heads by
 # colour). bertviz wants a tuple with one `(batch, heads, seq, seq)` tensor per layer, which
 # is exactly what our explicit path returns. (Its drawing code loads JavaScript from the
-# web: offline, the view stays blank; on Colab or GitHub it draws.)
+# web: in Jupyter or Colab with a network it draws; offline it stays blank, and so does
+# GitHub's notebook view, which runs no JavaScript.)
 
 # %% tags=["nbval-ignore-output"]
 from bertviz import head_view
@@ -486,3 +499,35 @@ for seq in (128, 512):
 # uniform weights, mean of the values. In code: `k = torch.randn(1, 8).expand(5, 8)`, then
 # `scaled_dot_product(q, k, v)[0]` has every row equal to `v.mean(0)`.
 # ### END SOLUTION
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 3.4 — split and merge the heads.** Write `split_heads(x, heads)`, which turns a
+# `(batch, seq, hidden)` tensor into `(batch, heads, seq, hidden // heads)` so that head *h*
+# of a position holds the *h*-th slice of that position's vector, and `merge_heads(x)`, its
+# inverse. These two reshapes are all that separates one wide attention from many narrow
+# ones.
+
+# %% nbgrader={"grade": false, "grade_id": "ex3_4_answer", "locked": false, "schema_version": 3, "solution": true}
+def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    batch, seq, hidden = x.shape
+    return x.view(batch, seq, heads, hidden // heads).transpose(1, 2)
+    ### END SOLUTION
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    batch, heads, seq, head_size = x.shape
+    return x.transpose(1, 2).reshape(batch, seq, heads * head_size)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex3_4_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+from bertbook.checks import check_split_merge_heads
+
+check_split_merge_heads(split_heads, merge_heads)
+### BEGIN HIDDEN TESTS
+x = torch.randn(3, 5, 12)
+assert torch.equal(merge_heads(split_heads(x, 4)), x)
+assert torch.equal(split_heads(x, 3)[2, 1, 4], x[2, 4, 4:8])
+### END HIDDEN TESTS

@@ -305,7 +305,9 @@ assert torch.allclose(by_hand, F.layer_norm(x, (8,), scale, shift, eps=1e-12), a
 # 2. **Feed-forward**: a dense layer 4× wider, the GELU non-linearity, a dense layer back.
 #
 # GELU (Hendrycks & Gimpel, 2016) is x·Φ(x), a smooth ReLU that lets small negative values
-# through; BERT uses the exact form with the Gaussian CDF Φ.
+# through. A config's `"gelu"` means the exact form with the Gaussian CDF Φ, as in
+# `transformers`; Google's released `modeling.py` computed the tanh approximation (the
+# config name `"gelu_new"`). The two differ by at most about 5e-4.
 
 # %%
 grid = torch.linspace(-3, 3, 200)
@@ -400,8 +402,9 @@ class BertLayer(nn.Module):
 #
 # BERT-base stacks 12 such layers. The **pooler** takes the final vector of `[CLS]` through a
 # dense layer and tanh: the sentence-level summary that next-sentence prediction (chapter 06)
-# and sentence classification (chapter 07) read. Weights start as the original did: normal
-# with standard deviation 0.02, biases zero, LayerNorm scale one.
+# and sentence classification (chapter 07) read. Weights start as in `transformers`: normal
+# with standard deviation 0.02, biases zero, LayerNorm scale one. (Google's code drew from a
+# normal truncated at two standard deviations; only the rare draws beyond ±0.04 differ.)
 #
 # Bad input fails early, with a message rather than an index error from inside PyTorch.
 
@@ -955,8 +958,11 @@ BertPreTrainedModel.save_pretrained = save_pretrained
 # %% [markdown]
 # ## The proof: real weights, matched to 1e-5
 #
-# all-MiniLM-L6-v2 is a real, trained BERT (6 layers, hidden 384, 12 heads) that ships in an
-# installed package (chapter 02). We load it into bertlib, and the same folder into
+# all-MiniLM-L6-v2 is a trained encoder with BERT's architecture (6 layers, hidden 384, 12
+# heads) and vocabulary that ships in an installed package (chapter 02). It was not
+# pretrained with BERT's objectives: distilled from a larger Transformer (MiniLM), then
+# trained by sentence-transformers to embed sentences; for checking the architecture's
+# arithmetic that does not matter. We load it into bertlib, and the same folder into
 # `transformers`' `BertModel` (its "eager" attention, the plainest reference), and compare
 # on real sentences from the corpus, batched with padding.
 

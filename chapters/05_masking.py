@@ -596,7 +596,7 @@ class PretrainingCollator:
 # In a `DataLoader`, with a seeded shuffle. Two loaders built with the same seeds give the
 # same batches, masks included — the reproducibility chapter 06's resume test relies on:
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from torch.utils.data import DataLoader
 
 from bertlib.masking import PretrainingCollator
@@ -712,3 +712,34 @@ print("predicted positions:", [i for i, label in enumerate(span_labels) if label
 # random replacements make a visible token possibly wrong, so it must check each token
 # against its context (the paper's §C.2 ablation measures these mixtures).
 # ### END SOLUTION
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 5.4 — 80/10/10 by hand.** Write `apply_masking(ids, chosen, draws, random_ids,
+# mask_id)`: for the *k*-th chosen position, a draw `draws[k]` under 0.8 puts `mask_id`
+# there, one under 0.9 puts `random_ids[k]`, and otherwise the token stays. Return the new
+# ids and the labels: the original id at every chosen position, -100 everywhere else. (The
+# random numbers come in as arguments so that the answer can be checked exactly.)
+
+# %% nbgrader={"grade": false, "grade_id": "ex5_4_answer", "locked": false, "schema_version": 3, "solution": true}
+def apply_masking(ids: list[int], chosen: list[int], draws: list[float], random_ids: list[int],
+                  mask_id: int) -> tuple[list[int], list[int]]:
+    ### BEGIN SOLUTION
+    masked, labels = list(ids), [-100] * len(ids)
+    for position, draw, random_id in zip(chosen, draws, random_ids):
+        labels[position] = ids[position]
+        if draw < 0.8:
+            masked[position] = mask_id
+        elif draw < 0.9:
+            masked[position] = random_id
+    return masked, labels
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex5_4_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+from bertbook.checks import check_apply_masking
+
+check_apply_masking(apply_masking)
+### BEGIN HIDDEN TESTS
+got = apply_masking([1, 2, 3], [0, 1, 2], [0.79, 0.89, 0.9], [7, 8, 9], 4)
+assert got == ([4, 8, 3], [1, 2, 3]), got
+### END HIDDEN TESTS

@@ -466,9 +466,12 @@ def autocast(device: torch.device, precision: str):
 # ## The trainer
 #
 # One optimiser step = `accumulation` micro-batches, each's loss divided by `accumulation`
-# and backpropagated, so the gradient is that of the whole effective batch; then clipping to
-# norm 1, the AdamW step and the schedule step. Data are served in a seeded random order,
-# epoch by epoch, and masked afresh by the collator (dynamic masking).
+# and backpropagated; then clipping to norm 1, the AdamW step and the schedule step. The
+# gradient is the average of the micro-batches' mean losses: the whole batch's gradient
+# when each micro-batch masks as many tokens as the others (NSP's one label per pair always
+# does), close to it otherwise (chapter 10 weights by the masked tokens to make it exact).
+# Data are served in a seeded random order, epoch by epoch, and masked afresh by the
+# collator (dynamic masking).
 #
 # Two rules keep a GPU busy. Batches are built ahead by `DataLoader` worker processes (on a
 # GPU; on a CPU they would take cores from the model) and copied from pinned memory without

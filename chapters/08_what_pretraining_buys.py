@@ -175,7 +175,7 @@ use_drive(KEEP_ON_DRIVE)
 # * **masked LM**: hide a share of the pieces (`mask_rate`; BERT's is 15%) and guess them
 #   from both sides (chapter 05's masking);
 # * **left-to-right**: guess every piece from the pieces before it, under a causal mask
-#   (chapter 07's `BertLMHeadModel`, GPT's objective).
+#   (this chapter's `BertLMHeadModel`, below; GPT's objective).
 #
 # Both are scored on the same held-out rows, with the same 15% of their pieces hidden: the
 # masked LM sees both sides of each hidden piece, the left-to-right model only its left.

@@ -302,7 +302,7 @@ def run_fine_tuning(processes: int, out: Path) -> dict:
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     if done.returncode:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
-    print(done.stdout.strip().splitlines()[-1])
+    print(done.stdout.strip().splitlines()[-1].replace(str(out.parent), "<scratch>"))
     return json.loads((out / "run.json").read_text())
 
 

@@ -74,3 +74,39 @@ def test_top_words_check_catches_case_sensitivity():
 
     with pytest.raises(checks.CheckFailed, match="case 2.*lower-case"):
         checks.check_top_words(top_words)
+
+
+def test_the_head_split_check_passes_a_right_answer_and_catches_a_reshape_across_positions():
+    import torch
+
+    def split_heads(x, heads):
+        batch, seq, hidden = x.shape
+        return x.view(batch, seq, heads, hidden // heads).transpose(1, 2)
+
+    def merge_heads(x):
+        batch, heads, seq, size = x.shape
+        return x.transpose(1, 2).reshape(batch, seq, heads * size)
+
+    checks.check_split_merge_heads(split_heads, merge_heads)
+
+    def reshaped(x, heads):  # the right shape, the wrong numbers: a classic slip
+        batch, seq, hidden = x.shape
+        return x.reshape(batch, heads, seq, hidden // heads)
+
+    with pytest.raises(checks.CheckFailed, match="head 0 of position 1"):
+        checks.check_split_merge_heads(reshaped, merge_heads)
+    assert torch.equal(merge_heads(split_heads(torch.ones(1, 2, 4), 2)), torch.ones(1, 2, 4))
+
+
+def test_the_masking_check_catches_an_unscored_kept_token():
+    def apply_masking(ids, chosen, draws, random_ids, mask_id):
+        masked, labels = list(ids), [-100] * len(ids)
+        for position, draw, random_id in zip(chosen, draws, random_ids):
+            if draw < 0.8:
+                masked[position], labels[position] = mask_id, ids[position]
+            elif draw < 0.9:
+                masked[position], labels[position] = random_id, ids[position]
+        return masked, labels
+
+    with pytest.raises(checks.CheckFailed, match="case 3: .* still predicted"):
+        checks.check_apply_masking(apply_masking)
