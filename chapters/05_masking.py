@@ -724,14 +724,13 @@ print("predicted positions:", [i for i, label in enumerate(span_labels) if label
 def apply_masking(ids: list[int], chosen: list[int], draws: list[float], random_ids: list[int],
                   mask_id: int) -> tuple[list[int], list[int]]:
     ### BEGIN SOLUTION
-    masked, labels = list(ids), [-100] * len(ids)
+    replacement = {}
     for position, draw, random_id in zip(chosen, draws, random_ids):
-        labels[position] = ids[position]
-        if draw < 0.8:
-            masked[position] = mask_id
-        elif draw < 0.9:
-            masked[position] = random_id
-    return masked, labels
+        kept = ids[position]
+        replacement[position] = mask_id if draw < 0.8 else random_id if draw < 0.9 else kept
+    new_ids = [replacement.get(i, token) for i, token in enumerate(ids)]
+    targets = [token if i in replacement else -100 for i, token in enumerate(ids)]
+    return new_ids, targets
     ### END SOLUTION
 
 
