@@ -5,6 +5,7 @@ Shared by the exporter, the sync checks, the student-copy writer and the book bu
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -32,6 +33,11 @@ def read_chapter(path: Path) -> nbformat.NotebookNode:
 def cell_texts(notebook: nbformat.NotebookNode) -> list[tuple[str, str]]:
     """(cell type, source) of every cell: what the two twins must agree on."""
     return [(cell.cell_type, cell.source.strip()) for cell in notebook.cells]
+
+
+def diagram_names(markdown: str) -> list[str]:
+    """The diagrams (chapters/figures/NAME.svg) that markdown shows, by NAME, in order."""
+    return re.findall(r"\]\(figures/([\w-]+)\.svg\)", markdown)
 
 
 def book_settings(root: Path = ROOT) -> dict[str, str]:

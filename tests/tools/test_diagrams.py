@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import re
-
 from tools.build import diagrams
-from tools.chapters import ROOT, chapter_sources
-
-REFERENCE = re.compile(r"\]\(figures/([\w-]+)\.svg\)")
+from tools.chapters import ROOT, chapter_sources, diagram_names
 
 
 def references() -> dict[str, list[str]]:
     """Diagram name -> the chapters that show it."""
     shown: dict[str, list[str]] = {}
     for chapter in chapter_sources(ROOT):
-        for name in REFERENCE.findall(chapter.read_text(encoding="utf-8")):
+        for name in diagram_names(chapter.read_text(encoding="utf-8")):
             shown.setdefault(name, []).append(chapter.stem)
     return shown
 

@@ -13,6 +13,7 @@ from tools.build.reading_path import (
     NOT_YET,
     ReadingPath,
     chapter_reading_path,
+    is_collapsed,
     over_budget,
     reading_path,
 )
@@ -64,7 +65,7 @@ def test_a_ceiling_is_listed_only_while_the_chapter_is_over_the_budget(name):
 def test_collapsed_cells_are_collapsed_in_jupyter_too(chapter):
     notebook = nbformat.read(chapter.with_suffix(".ipynb"), as_version=4)
     code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    assert COLLAPSED_TAG in code_cells[0].metadata.get("tags", []), "the set-up cell"
+    assert is_collapsed(code_cells[0]), "the set-up cell"
     for cell in code_cells:
-        if COLLAPSED_TAG in cell.metadata.get("tags", []):
+        if is_collapsed(cell):
             assert cell.metadata.get("jupyter", {}).get("source_hidden") is True

@@ -29,9 +29,9 @@ import nbformat
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.build.reading_path import COLLAPSED_TAG
+from tools.build.reading_path import is_collapsed
 from tools.build.sync import chapter_title
-from tools.chapters import ROOT, chapter_sources
+from tools.chapters import ROOT, chapter_sources, diagram_names
 
 CDN = "https://cdnjs.cloudflare.com/ajax/libs/"
 LOCAL_COPIES = {  # CDN path (as bertviz writes it) -> file in node_modules
@@ -103,9 +103,8 @@ def expectations(chapter: Path, executed: Path) -> dict:
                          for c in notebook.cells if c.cell_type == "markdown"),
         "bertviz": any("bertviz" in str(o.get("data", {}).get("text/html", ""))
                        or "require.config" in str(o.get("data", {})) for o in outputs),
-        "diagrams": re.findall(r"\]\(figures/([\w-]+\.svg)\)", markdown),
-        "collapsed": sum(COLLAPSED_TAG in c.metadata.get("tags", []) for c in notebook.cells
-                         if c.cell_type == "code"),
+        "diagrams": [f"{name}.svg" for name in diagram_names(markdown)],
+        "collapsed": sum(c.cell_type == "code" and is_collapsed(c) for c in notebook.cells),
     }
 
 
