@@ -4,8 +4,9 @@
 
 The front door below names what a practitioner reaches for; every module also declares
 its own `__all__`. Most modules are generated from the chapters (each exported cell
-carries a line naming its chapter); `errors` and `runtime` are written by hand. The book's
-own scaffolding (sizes, exercise checks, its datasets, timing) is the separate `bertbook`
+carries a line naming its chapter); `errors`, `runtime` and `integrations` (the bridge to
+transformers' Trainer, imported only when used) are written by hand. The book's own
+scaffolding (sizes, exercise checks, its datasets, timing) is the separate `bertbook`
 package, which imports bertlib and never the reverse.
 """
 

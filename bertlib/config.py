@@ -84,6 +84,10 @@ class BertConfig:
             overrides["id2label"] = None  # generic names for the new count
         return replace(self, **overrides)
 
+    def get_text_config(self, **_) -> "BertConfig":
+        """transformers' Trainer asks a model for its text part's config: all of it here."""
+        return self
+
     @classmethod
     def from_json(cls, path: str | Path) -> "BertConfig":
         """Read a transformers config.json (a folder or the file); unknown keys are ignored."""

@@ -46,10 +46,13 @@ __all__ = [
 @dataclass
 class TaskOutput(ModelOutput):
     """loss (when labels were given) and logits: (batch, labels) for a sentence,
-    (batch, seq, labels) for tokens, (batch, seq, 2) start and end scores for spans."""
+    (batch, seq, labels) for tokens, (batch, seq, 2) start and end scores for spans; the
+    encoder's hidden_states and attentions when asked for (see BertModelOutput)."""
 
     loss: torch.Tensor | None
     logits: torch.Tensor
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
 
 
 def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor | None:
@@ -77,6 +80,7 @@ class BertTaskModel(BertPreTrainedModel):
         return self.config.num_labels
 
 
+# From chapters/07_fine_tuning.py, cell 26.
 class BertForSequenceClassification(BertTaskModel):
     """A label for a sentence or a sentence pair, read from the pooled summary vector."""
 
@@ -86,20 +90,24 @@ class BertForSequenceClassification(BertTaskModel):
         self.classifier = nn.Linear(config.hidden_size, self.num_labels)
         self.post_init(self.classifier)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                labels=None) -> TaskOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids)
-        summary = encoded.pooler_output
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
+                position_ids=None,
+                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> TaskOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True)
+        summary, hidden = encoded.pooler_output, encoded.last_hidden_state
         if self.config.is_decoder:  # the last real token alone has seen the whole input
             last = (attention_mask.sum(1) if attention_mask is not None
-                    else torch.full_like(input_ids[:, 0], input_ids.shape[1])) - 1
+                    else torch.full(hidden.shape[:1], hidden.shape[1], device=hidden.device)) - 1
             rows = torch.arange(len(last), device=last.device)
-            summary = self.bert.pooler(encoded.last_hidden_state[rows, last].unsqueeze(1))
+            summary = self.bert.pooler(hidden[rows, last].unsqueeze(1))
         logits = self.classifier(self.dropout(summary))
-        return TaskOutput(classification_loss(logits, labels), logits)
+        return TaskOutput(classification_loss(logits, labels), logits, encoded.hidden_states,
+                          encoded.attentions).returned(return_dict)
 
 
-# From chapters/07_fine_tuning.py, cell 26.
+# From chapters/07_fine_tuning.py, cell 27.
 class BertForTokenClassification(BertTaskModel):
     """A label for every token (labels of -100 are skipped: continuation pieces, padding)."""
 
@@ -109,13 +117,18 @@ class BertForTokenClassification(BertTaskModel):
         self.classifier = nn.Linear(config.hidden_size, self.num_labels)
         self.post_init(self.classifier)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                labels=None) -> TaskOutput:
-        hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
-        logits = self.classifier(self.dropout(hidden))
-        return TaskOutput(classification_loss(logits, labels), logits)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
+                position_ids=None,
+                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> TaskOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True)
+        logits = self.classifier(self.dropout(encoded.last_hidden_state))
+        return TaskOutput(classification_loss(logits, labels), logits, encoded.hidden_states,
+                          encoded.attentions).returned(return_dict)
 
 
+# From chapters/07_fine_tuning.py, cell 28.
 class BertForQuestionAnswering(BertTaskModel):
     """Start and end scores for every token; the answer is the best span (best_span)."""
 
@@ -124,18 +137,21 @@ class BertForQuestionAnswering(BertTaskModel):
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self.post_init(self.qa_outputs)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                start_positions=None, end_positions=None) -> TaskOutput:
-        logits = self.qa_outputs(self.bert(input_ids, attention_mask,
-                                           token_type_ids).last_hidden_state)
-        if start_positions is None or end_positions is None:
-            return TaskOutput(None, logits)
-        losses = [classification_loss(logits[..., i], positions)
-                  for i, positions in enumerate((start_positions, end_positions))]
-        return TaskOutput((losses[0] + losses[1]) / 2, logits)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                start_positions=None, end_positions=None, position_ids=None,
+                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> TaskOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True)
+        logits, loss = self.qa_outputs(encoded.last_hidden_state), None
+        if start_positions is not None and end_positions is not None:
+            loss = (classification_loss(logits[..., 0], start_positions)
+                    + classification_loss(logits[..., 1], end_positions)) / 2
+        return TaskOutput(loss, logits, encoded.hidden_states,
+                          encoded.attentions).returned(return_dict)
 
 
-# From chapters/07_fine_tuning.py, cell 30.
+# From chapters/07_fine_tuning.py, cell 32.
 def classification_features(tokenizer, examples: list[TextExample | str],
                             max_length: int | None = None) -> list[dict]:
     """input ids, segment ids and the label of each TextExample; a plain string is a text
@@ -159,7 +175,7 @@ def pieces_of(tokenizer, word: str) -> list[int]:
     return [tokenizer.vocab[piece] for piece in tokenizer.tokenize(word)]
 
 
-# From chapters/07_fine_tuning.py, cell 31.
+# From chapters/07_fine_tuning.py, cell 33.
 def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> list[dict]:
     """Windows of whole words (at most max_length pieces with [CLS] and [SEP]); each word's
     tag on its first piece, -100 on the other pieces and on [CLS]/[SEP]."""
@@ -184,7 +200,7 @@ def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> li
     return features
 
 
-# From chapters/07_fine_tuning.py, cell 32.
+# From chapters/07_fine_tuning.py, cell 34.
 def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
                      max_question: int = 24) -> list[dict]:
     """[CLS] question [SEP] paragraph [SEP], cut to max_length pieces, with every answer
@@ -216,7 +232,7 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
     return features
 
 
-# From chapters/07_fine_tuning.py, cell 37.
+# From chapters/07_fine_tuning.py, cell 39.
 @dataclass
 class FineTuningRecipe:
     """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,

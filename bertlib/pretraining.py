@@ -101,6 +101,8 @@ class PreTrainingOutput(ModelOutput):
     mlm_logits: torch.Tensor
     nsp_logits: torch.Tensor | None
     mlm_labels: torch.Tensor | None
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # the encoder's, when asked for
+    attentions: tuple[torch.Tensor, ...] | None = None
 
 
 # From chapters/06_pretraining.py, cell 16.
@@ -142,11 +144,14 @@ class BertForPreTraining(BertPreTrainedModel):
     def get_output_embeddings(self) -> nn.Linear:
         return self.cls.predictions.decoder
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                next_sentence_label=None, masked_positions=None) -> PreTrainingOutput:
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
+                next_sentence_label=None, masked_positions=None, position_ids=None,
+                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> PreTrainingOutput:
         """masked_positions: (batch, slots), where each row's hidden pieces are (chapter
-        05's collator gives them); without it they are found from the labels."""
-        encoded = self.bert(input_ids, attention_mask, token_type_ids)
+        05's collator gives them; else the labels say). Later keywords: BertModel's."""
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True)
         logits, targets, mlm_loss = masked_lm(self.cls.predictions, encoded.last_hidden_state,
                                               labels, masked_positions)
         nsp_logits = self.cls.seq_relationship(encoded.pooler_output)
@@ -154,7 +159,8 @@ class BertForPreTraining(BertPreTrainedModel):
             nsp_logits.float(), next_sentence_label)
         losses = [loss for loss in (mlm_loss, nsp_loss) if loss is not None]
         return PreTrainingOutput(sum(losses) if losses else None, mlm_loss, nsp_loss, logits,
-                                 nsp_logits, targets)
+                                 nsp_logits, targets, encoded.hidden_states,
+                                 encoded.attentions).returned(return_dict)
 
 
 # From chapters/06_pretraining.py, cell 18.
@@ -172,15 +178,18 @@ class BertForMaskedLM(BertPreTrainedModel):
     def get_output_embeddings(self) -> nn.Linear:
         return self.cls.predictions.decoder
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None,
-                position_ids=None, masked_positions=None) -> PreTrainingOutput:
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
+                position_ids=None, masked_positions=None, inputs_embeds=None,
+                output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> PreTrainingOutput:
         """position_ids: see BertModel (chapter 10 restarts them in packed sequences);
         masked_positions: see BertForPreTraining."""
-        encoded = self.bert(input_ids, attention_mask, token_type_ids,
-                            position_ids=position_ids)
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True)
         logits, targets, loss = masked_lm(self.cls.predictions, encoded.last_hidden_state,
                                           labels, masked_positions)
-        return PreTrainingOutput(loss, loss, None, logits, None, targets)
+        return PreTrainingOutput(loss, loss, None, logits, None, targets, encoded.hidden_states,
+                                 encoded.attentions).returned(return_dict)
 
 
 # From chapters/06_pretraining.py, cell 35.

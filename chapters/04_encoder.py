@@ -157,6 +157,10 @@ class BertConfig:
             overrides["id2label"] = None  # generic names for the new count
         return replace(self, **overrides)
 
+    def get_text_config(self, **_) -> "BertConfig":
+        """transformers' Trainer asks a model for its text part's config: all of it here."""
+        return self
+
     @classmethod
     def from_json(cls, path: str | Path) -> "BertConfig":
         """Read a transformers config.json (a folder or the file); unknown keys are ignored."""
@@ -269,12 +273,17 @@ class BertEmbeddings(nn.Module):
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
-                position_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """position_ids default to 0, 1, 2, ...; chapter 10 restarts them per packed document."""
+    def forward(self, input_ids: torch.Tensor | None, token_type_ids: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None,
+                inputs_embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """Segments default to A, positions to 0, 1, 2, ... (chapter 10 restarts them per
+        packed document). inputs_embeds stands in for the token rows (as peft's prompts do)."""
+        tokens = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds
         if position_ids is None:
-            position_ids = torch.arange(input_ids.shape[1], device=input_ids.device)
-        embedded = (self.word_embeddings(input_ids) + self.position_embeddings(position_ids)
+            position_ids = torch.arange(tokens.shape[1], device=tokens.device)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros(tokens.shape[:2], dtype=torch.long, device=tokens.device)
+        embedded = (tokens + self.position_embeddings(position_ids)
                     + self.token_type_embeddings(token_type_ids))
         return self.dropout(self.LayerNorm(embedded))
 
@@ -420,8 +429,11 @@ class BertEncoder(nn.Module):
         self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
         self.gradient_checkpointing = False
 
-    def forward(self, hidden, mask, output_attentions: bool = False):
-        all_weights = []
+    def forward(self, hidden, mask, output_attentions: bool = False,
+                output_hidden_states: bool = False):
+        """(the last layer's output, each layer's attention weights, the hidden states
+        entering each layer and leaving the last); the last two are None unless asked for."""
+        all_weights, all_hidden = [], [hidden]
         for layer in self.layer:
             if self.gradient_checkpointing and self.training:
                 hidden, weights = checkpoint(layer, hidden, mask, output_attentions,
@@ -429,7 +441,9 @@ class BertEncoder(nn.Module):
             else:
                 hidden, weights = layer(hidden, mask, output_attentions)
             all_weights.append(weights)
-        return hidden, tuple(all_weights) if output_attentions else None
+            all_hidden.append(hidden)
+        return (hidden, tuple(all_weights) if output_attentions else None,
+                tuple(all_hidden) if output_hidden_states else None)
 
 
 class BertPooler(nn.Module):
@@ -473,6 +487,13 @@ class ModelOutput:
     def __len__(self) -> int:
         return len(self.to_tuple())
 
+    def returned(self, return_dict: bool | None) -> "ModelOutput | tuple":
+        """What a forward hands back: this output, or its plain tuple when the caller said
+        return_dict=False (transformers' keyword), or by default while torch.jit traces (the
+        older ONNX exporter takes tuples only)."""
+        plain = return_dict is False or (return_dict is None and torch.jit.is_tracing())
+        return self.to_tuple() if plain else self
+
 
 def register_output(cls: type) -> type:
     """Decorator after @dataclass: make the output class known to torch's pytree."""
@@ -488,11 +509,13 @@ def register_output(cls: type) -> type:
 @dataclass
 class BertModelOutput(ModelOutput):
     """last_hidden_state (batch, seq, hidden); pooler_output (batch, hidden) or None;
-    attentions: one (batch, heads, seq, seq) tensor per layer, when asked for (bertviz's
-    format)."""
+    when asked for, hidden_states: the embeddings and each layer's output (batch, seq,
+    hidden), and attentions: one (batch, heads, seq, seq) tensor per layer (bertviz's
+    format). The fields and their order are transformers'."""
 
     last_hidden_state: torch.Tensor
     pooler_output: torch.Tensor | None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
 
 
@@ -570,69 +593,77 @@ class BertModel(BertPreTrainedModel):
         self.pooler = BertPooler(config) if add_pooling_layer else None
         self.post_init()
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None,
-                output_attentions: bool = False, causal: bool | None = None,
-                position_ids: torch.Tensor | None = None) -> BertModelOutput:
-        """Encode a batch. attention_mask: 1 = token, 0 = padding (None: all tokens), or a
-        (batch, seq, seq) map of which token may attend to which (chapter 10's packing).
-        With output_attentions=True the explicit attention path runs and each layer's
-        weights are returned; otherwise the fused kernel runs and stores none. causal=True
-        lets each token see only itself and the tokens before it: the left-to-right model
-        that chapter 08 compares BERT with (None: the config's is_decoder).
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                position_ids=None, inputs_embeds=None, output_attentions: bool = False,
+                output_hidden_states: bool = False, return_dict: bool | None = None,
+                causal: bool | None = None) -> BertModelOutput:
+        """Encode a batch of token ids (or of vectors in their place: inputs_embeds).
+        attention_mask: 1 = token, 0 = padding (None: all tokens), or a (batch, seq, seq)
+        map of which token may attend to which (chapter 10's packing). With
+        output_attentions=True the explicit attention path runs and each layer's weights
+        are returned; otherwise the fused kernel runs and stores none. causal=True lets each
+        token see only itself and the tokens before it: the left-to-right model of chapter
+        08 (None: the config's is_decoder). The other keywords are transformers'.
         """
-        self._check_input(input_ids, attention_mask, token_type_ids, position_ids)
-        causal = self.config.is_decoder if causal is None else causal
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        if attention_mask is None:
-            mask = None
-        elif attention_mask.dim() == 3:  # which token sees which, the same for every head
-            mask = attention_mask.bool()[:, None]
-        else:
-            mask = key_padding_mask(attention_mask)
-        if causal:
-            seq = input_ids.shape[1]
-            earlier = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()
-            mask = earlier if mask is None else mask & earlier
-        hidden = self.embeddings(input_ids, token_type_ids, position_ids)
-        hidden, attentions = self.encoder(hidden, mask, output_attentions)
+        self._check_input(input_ids, attention_mask, token_type_ids, position_ids,
+                          inputs_embeds)
+        hidden = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
+        mask = self._attention_mask(attention_mask, hidden, causal)
+        hidden, attentions, states = self.encoder(hidden, mask, output_attentions,
+                                                  output_hidden_states)
         pooled = self.pooler(hidden) if self.pooler is not None else None
-        return BertModelOutput(hidden, pooled, attentions)
+        return BertModelOutput(hidden, pooled, states, attentions).returned(return_dict)
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/model.py
 # The checks at the model's edge (chapter 04's errors): cheap ones always, the value
 # ranges only on the CPU, where reading a tensor back costs no device sync.
-def _check_input(self, input_ids, attention_mask, token_type_ids, position_ids) -> None:
+def _check_input(self, input_ids, attention_mask, token_type_ids, position_ids,
+                 inputs_embeds=None) -> None:
     config = self.config
+    if (input_ids is None) == (inputs_embeds is None):
+        raise InputError("give input_ids (token ids) or inputs_embeds (their vectors), one "
+                         "of the two; a tokenizer's batch gives input_ids: "
+                         "model(**tokenizer(texts))")
+    shape = self._check_tokens(input_ids, inputs_embeds)
+    if 0 in shape:
+        raise InputError(f"the batch is empty (shape {tuple(shape)}); a batch "
+                         "needs at least one text of at least one token")
+    if shape[1] > config.max_position_embeddings:
+        raise InputError(f"the input is {shape[1]} tokens long; this model has "
+                         f"{config.max_position_embeddings} positions. Truncate it "
+                         "(BertTokenizer(max_length=...)) or split the text")
+    on_cpu = (input_ids if input_ids is not None else inputs_embeds).device.type == "cpu"
+    if on_cpu and not torch.compiler.is_compiling():
+        self._check_values(input_ids, token_type_ids, position_ids)
+    if attention_mask is not None and attention_mask.shape not in (shape, (*shape, shape[1])):
+        raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}; it must "
+                         f"be {tuple(shape)} like input_ids (1 = token, "
+                         "0 = padding) or (batch, seq, seq) (which token sees which)")
+    for name, tensor in [("position_ids", position_ids), ("token_type_ids", token_type_ids)]:
+        if tensor is not None and tensor.shape != shape:
+            raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
+                             f"{tuple(shape)}; they must match")
+
+def _check_tokens(self, input_ids, inputs_embeds) -> torch.Size:
+    """The (batch, seq) shape of whichever of the two was given, once it is well formed."""
+    if inputs_embeds is not None:
+        width = self.config.hidden_size
+        if not isinstance(inputs_embeds, torch.Tensor) or inputs_embeds.dim() != 3 \
+                or inputs_embeds.shape[-1] != width or not inputs_embeds.is_floating_point():
+            raise InputError(f"inputs_embeds must be a float tensor (batch, seq, {width}): "
+                             "one vector of the model's width per token")
+        return inputs_embeds.shape[:2]
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         raise InputError("input_ids must be a 2-D tensor (batch, seq) of token ids; "
                          "a tokenizer's batch gives one: model(**tokenizer(texts))")
     if input_ids.dtype not in (torch.int32, torch.int64):
         raise InputError(f"input_ids must be torch.int64 (long) or torch.int32, not "
                          f"{input_ids.dtype}; convert with input_ids.long()")
-    if 0 in input_ids.shape:
-        raise InputError(f"the batch is empty (shape {tuple(input_ids.shape)}); a batch "
-                         "needs at least one text of at least one token")
-    if input_ids.shape[1] > config.max_position_embeddings:
-        raise InputError(f"the input is {input_ids.shape[1]} tokens long; this model has "
-                         f"{config.max_position_embeddings} positions. Truncate it "
-                         "(BertTokenizer(max_length=...)) or split the text")
-    if input_ids.device.type == "cpu" and not torch.compiler.is_compiling():
-        self._check_values(input_ids, token_type_ids, position_ids)
-    if attention_mask is not None and attention_mask.shape not in (
-            input_ids.shape, (*input_ids.shape, input_ids.shape[1])):
-        raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}; it must "
-                         f"be {tuple(input_ids.shape)} like input_ids (1 = token, "
-                         "0 = padding) or (batch, seq, seq) (which token sees which)")
-    for name, tensor in [("position_ids", position_ids), ("token_type_ids", token_type_ids)]:
-        if tensor is not None and tensor.shape != input_ids.shape:
-            raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
-                             f"{tuple(input_ids.shape)}; they must match")
+    return input_ids.shape
 
-def _check_values(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+def _check_values(self, input_ids: torch.Tensor | None, token_type_ids: torch.Tensor | None,
                   position_ids: torch.Tensor | None) -> None:
     vocab, types = self.config.vocab_size, self.config.type_vocab_size
     positions = self.config.max_position_embeddings
@@ -641,7 +672,7 @@ def _check_values(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | 
         raise InputError(f"position_ids must lie in 0..{positions - 1} (this model's "
                          f"positions); got {int(position_ids.min())}.."
                          f"{int(position_ids.max())}")
-    if input_ids.min() < 0 or input_ids.max() >= vocab:
+    if input_ids is not None and (input_ids.min() < 0 or input_ids.max() >= vocab):
         raise InputError(f"token ids must lie in 0..{vocab - 1} (the vocab size); got "
                          f"{int(input_ids.min())}..{int(input_ids.max())}. Was the text "
                          "tokenized with this model's vocabulary?")
@@ -650,7 +681,25 @@ def _check_values(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | 
         raise InputError(f"token_type_ids must lie in 0..{types - 1}")
 
 
-BertModel._check_input, BertModel._check_values = _check_input, _check_values
+def _attention_mask(self, attention_mask, hidden: torch.Tensor, causal: bool | None):
+    """The boolean mask attention reads (True = may attend), from the padding mask or a
+    (batch, seq, seq) map, and under a causal model the tokens before each one."""
+    causal = self.config.is_decoder if causal is None else causal
+    if attention_mask is None:
+        mask = None
+    elif attention_mask.dim() == 3:  # which token sees which, the same for every head
+        mask = attention_mask.bool()[:, None]
+    else:
+        mask = key_padding_mask(attention_mask)
+    if causal:
+        seq = hidden.shape[1]
+        earlier = torch.ones(seq, seq, dtype=torch.bool, device=hidden.device).tril()
+        mask = earlier if mask is None else mask & earlier
+    return mask
+
+
+BertModel._check_input, BertModel._check_tokens = _check_input, _check_tokens
+BertModel._check_values, BertModel._attention_mask = _check_values, _attention_mask
 
 
 # %% [markdown]

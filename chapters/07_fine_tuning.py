@@ -528,10 +528,13 @@ from bertlib.model import BertModel, BertPreTrainedModel, ModelOutput, register_
 @dataclass
 class TaskOutput(ModelOutput):
     """loss (when labels were given) and logits: (batch, labels) for a sentence,
-    (batch, seq, labels) for tokens, (batch, seq, 2) start and end scores for spans."""
+    (batch, seq, labels) for tokens, (batch, seq, 2) start and end scores for spans; the
+    encoder's hidden_states and attentions when asked for (see BertModelOutput)."""
 
     loss: torch.Tensor | None
     logits: torch.Tensor
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
 
 
 def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor | None:
@@ -560,6 +563,8 @@ class BertTaskModel(BertPreTrainedModel):
         return self.config.num_labels
 
 
+# %%
+#| export bertlib/finetuning.py
 class BertForSequenceClassification(BertTaskModel):
     """A label for a sentence or a sentence pair, read from the pooled summary vector."""
 
@@ -569,17 +574,21 @@ class BertForSequenceClassification(BertTaskModel):
         self.classifier = nn.Linear(config.hidden_size, self.num_labels)
         self.post_init(self.classifier)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                labels=None) -> TaskOutput:
-        encoded = self.bert(input_ids, attention_mask, token_type_ids)
-        summary = encoded.pooler_output
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
+                position_ids=None,
+                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> TaskOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True)
+        summary, hidden = encoded.pooler_output, encoded.last_hidden_state
         if self.config.is_decoder:  # the last real token alone has seen the whole input
             last = (attention_mask.sum(1) if attention_mask is not None
-                    else torch.full_like(input_ids[:, 0], input_ids.shape[1])) - 1
+                    else torch.full(hidden.shape[:1], hidden.shape[1], device=hidden.device)) - 1
             rows = torch.arange(len(last), device=last.device)
-            summary = self.bert.pooler(encoded.last_hidden_state[rows, last].unsqueeze(1))
+            summary = self.bert.pooler(hidden[rows, last].unsqueeze(1))
         logits = self.classifier(self.dropout(summary))
-        return TaskOutput(classification_loss(logits, labels), logits)
+        return TaskOutput(classification_loss(logits, labels), logits, encoded.hidden_states,
+                          encoded.attentions).returned(return_dict)
 
 
 # %%
@@ -593,13 +602,19 @@ class BertForTokenClassification(BertTaskModel):
         self.classifier = nn.Linear(config.hidden_size, self.num_labels)
         self.post_init(self.classifier)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                labels=None) -> TaskOutput:
-        hidden = self.bert(input_ids, attention_mask, token_type_ids).last_hidden_state
-        logits = self.classifier(self.dropout(hidden))
-        return TaskOutput(classification_loss(logits, labels), logits)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
+                position_ids=None,
+                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> TaskOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True)
+        logits = self.classifier(self.dropout(encoded.last_hidden_state))
+        return TaskOutput(classification_loss(logits, labels), logits, encoded.hidden_states,
+                          encoded.attentions).returned(return_dict)
 
 
+# %%
+#| export bertlib/finetuning.py
 class BertForQuestionAnswering(BertTaskModel):
     """Start and end scores for every token; the answer is the best span (best_span)."""
 
@@ -608,15 +623,18 @@ class BertForQuestionAnswering(BertTaskModel):
         self.qa_outputs = nn.Linear(config.hidden_size, 2)
         self.post_init(self.qa_outputs)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                start_positions=None, end_positions=None) -> TaskOutput:
-        logits = self.qa_outputs(self.bert(input_ids, attention_mask,
-                                           token_type_ids).last_hidden_state)
-        if start_positions is None or end_positions is None:
-            return TaskOutput(None, logits)
-        losses = [classification_loss(logits[..., i], positions)
-                  for i, positions in enumerate((start_positions, end_positions))]
-        return TaskOutput((losses[0] + losses[1]) / 2, logits)
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None,
+                start_positions=None, end_positions=None, position_ids=None,
+                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> TaskOutput:
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True)
+        logits, loss = self.qa_outputs(encoded.last_hidden_state), None
+        if start_positions is not None and end_positions is not None:
+            loss = (classification_loss(logits[..., 0], start_positions)
+                    + classification_loss(logits[..., 1], end_positions)) / 2
+        return TaskOutput(loss, logits, encoded.hidden_states,
+                          encoded.attentions).returned(return_dict)
 
 
 # %% [markdown]

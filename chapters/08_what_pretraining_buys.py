@@ -215,26 +215,47 @@ class BertLMHeadModel(BertForMaskedLM):
     def __init__(self, config: BertConfig):
         super().__init__(config.with_overrides(is_decoder=True))
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None,
-                labels=None, masked_positions=None) -> PreTrainingOutput:
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
+                masked_positions=None, position_ids=None, inputs_embeds=None,
+                output_attentions=False, output_hidden_states=False,
+                return_dict=None) -> PreTrainingOutput:
+        """The loss predicts each token from those before it (the hidden pieces put back);
+        given inputs_embeds alone there are no tokens to score, and no loss."""
         text = input_ids if labels is None else torch.where(labels == IGNORE_INDEX,
                                                             input_ids, labels)
-        hidden = self.bert(text, attention_mask, token_type_ids, causal=True).last_hidden_state
-        logits = self.cls.predictions(hidden[:, :-1])  # position i scores token i + 1
-        targets = text[:, 1:]
-        if attention_mask is not None:
-            targets = targets.masked_fill(attention_mask[:, 1:] == 0, IGNORE_INDEX)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
-        if labels is None:
-            return PreTrainingOutput(loss, loss, None, logits, None, None)
-        if masked_positions is None:  # the hidden pieces, each scored from the one before
-            hidden_here = labels[:, 1:] != IGNORE_INDEX
-            return PreTrainingOutput(loss, loss, None, logits[hidden_here], None,
-                                     labels[:, 1:][hidden_here])
-        before = (masked_positions - 1).clamp(min=0)  # spare slots (0) stay unscored
-        scored = logits.gather(1, before.unsqueeze(-1).expand(-1, -1, logits.size(-1)))
-        return PreTrainingOutput(loss, loss, None, scored, None,
-                                 labels.gather(1, masked_positions))
+        encoded = self.bert(text, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                            output_attentions, output_hidden_states, return_dict=True, causal=True)
+        logits = self.cls.predictions(encoded.last_hidden_state[:, :-1])  # i scores i + 1
+        loss = None if text is None else next_token_loss(logits, text, attention_mask)
+        scored, targets = logits, None
+        if labels is not None:
+            scored, targets = at_hidden_pieces(logits, labels, masked_positions)
+        return PreTrainingOutput(loss, loss, None, scored, None, targets, encoded.hidden_states,
+                                 encoded.attentions).returned(return_dict)
+
+
+# %%
+#| export bertlib/left_to_right.py
+#| internal next_token_loss at_hidden_pieces
+def next_token_loss(logits: torch.Tensor, text: torch.Tensor,
+                    attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """Cross-entropy of each position's guess at the token after it (padding unscored)."""
+    targets = text[:, 1:]
+    if attention_mask is not None:
+        targets = targets.masked_fill(attention_mask[:, 1:] == 0, IGNORE_INDEX)
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+
+
+def at_hidden_pieces(logits: torch.Tensor, labels: torch.Tensor,
+                     masked_positions: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The guesses at the masked LM's hidden pieces, each made from the position before,
+    and their labels: so the two models' held-out accuracies compare."""
+    if masked_positions is None:
+        hidden_here = labels[:, 1:] != IGNORE_INDEX
+        return logits[hidden_here], labels[:, 1:][hidden_here]
+    before = (masked_positions - 1).clamp(min=0)  # spare slots (0) stay unscored
+    scored = logits.gather(1, before.unsqueeze(-1).expand(-1, -1, logits.size(-1)))
+    return scored, labels.gather(1, masked_positions)
 
 
 # %%

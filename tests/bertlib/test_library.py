@@ -17,6 +17,8 @@ FRONT_DOOR = ("BertConfig", "BertTokenizer", "BertModel", "BertForPreTraining",
               "BertForQuestionAnswering", "Trainer", "TrainingConfig")
 BOOK_ONLY = ("bertbook", "tools", "matplotlib", "jupyter", "jupytext", "IPython", "bertviz",
              "transformers", "gensim", "mwparserfromhell", "nbformat", "nbclient")
+# The one module that exists to bridge to another library: without it, it says what to install.
+BRIDGES = {"bertlib.integrations": "pip install transformers accelerate"}
 
 
 def test_the_front_door_has_the_practitioners_names():
@@ -26,7 +28,8 @@ def test_the_front_door_has_the_practitioners_names():
 
 def test_the_library_imports_with_no_book_package_installed():
     """Every bertlib module imports with the book's packages made unimportable, as in a
-    fresh environment where only `pip install bertlib` ran."""
+    fresh environment where only `pip install bertlib` ran; the bridge to transformers'
+    Trainer instead says what to install."""
     script = textwrap.dedent(f"""
         import importlib, pkgutil, sys
         BLOCKED = {BOOK_ONLY!r}
@@ -40,7 +43,14 @@ def test_the_library_imports_with_no_book_package_installed():
         import bertlib
         from bertlib import {", ".join(FRONT_DOOR)}
         for module in pkgutil.walk_packages(bertlib.__path__, "bertlib."):
-            if not module.name.endswith("__main__"):
+            if module.name in {BRIDGES!r}:
+                try:
+                    importlib.import_module(module.name)
+                except ImportError as error:
+                    assert {BRIDGES!r}[module.name] in str(error), error
+                else:
+                    raise AssertionError(module.name + " imported without its client")
+            elif not module.name.endswith("__main__"):
                 importlib.import_module(module.name)
         print("ok")
     """)
@@ -142,3 +152,18 @@ def test_texts_in_labels_out_and_back_from_a_folder(tmp_path):
     saved_tokenizer = bertlib.BertTokenizer.from_pretrained(tmp_path)
     assert saved_tokenizer.max_length == 48
     assert bertlib.classify(again, saved_tokenizer, texts[:8]) == predicted
+
+
+@pytest.mark.parametrize("model_class", ["BertForSequenceClassification",
+                                         "BertForTokenClassification"])
+def test_the_fine_tuning_heads_in_training_compile_whole(tiny, model_class):
+    """transformers' keywords (return_dict, hidden states, attentions) cost no graph break."""
+    torch.manual_seed(0)
+    model = getattr(bertlib, model_class)(tiny.config, num_labels=3).train()
+    ids = torch.randint(5, tiny.config.vocab_size, (3, 16))
+    labels = torch.tensor([0, 2, 1]) if model_class == "BertForSequenceClassification" \
+        else torch.randint(0, 3, (3, 16))
+    explanation = torch._dynamo.explain(model)(ids, attention_mask=torch.ones_like(ids),
+                                               labels=labels, return_dict=True)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    torch._dynamo.reset()

@@ -48,12 +48,13 @@ BUDGET = ReadingPath(visible_lines=350, longest_cell=40, first_result_at=150,
 
 # Chapters still over a budget: the most they may hold until they are reworked (issue 26).
 # Each still holds library plumbing in collapsed cells that the exporter writes into bertlib.
-# The ceilings rose once, by the lines of the diagrams and factual corrections of issue 26.
+# The ceilings rose twice: by the lines of the diagrams and factual corrections of issue 26,
+# and by transformers' standard keywords in every forward (issue 30).
 NOT_YET: dict[str, dict[str, int]] = {
-    "04_encoder": {"source_lines": 1168},
-    "06_pretraining": {"source_lines": 1662},
-    "07_fine_tuning": {"source_lines": 1450},
-    "08_what_pretraining_buys": {"source_lines": 1140},
+    "04_encoder": {"source_lines": 1217},
+    "06_pretraining": {"source_lines": 1671},
+    "07_fine_tuning": {"source_lines": 1468},
+    "08_what_pretraining_buys": {"source_lines": 1161},
     "10_one_device": {"source_lines": 1020},
 }
 
