@@ -124,3 +124,21 @@ def test_the_mlm_budget_script_compares_each_kept_checkpoint_with_scratch(root, 
         assert [row["step"] for row in recipe["budgets"]] == [1, 4]
         assert all(len(row["scores"]) == 6 for row in recipe["budgets"])
         assert len(recipe["scratch"]["scores"]) == 6
+
+
+def test_the_quick_serving_benchmark_writes_its_table(root, tmp_path):
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "serving.py"), "--quick",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "| 1 x 16 |" in (tmp_path / "serving.md").read_text()
+    (row,) = json.loads((tmp_path / "serving.json").read_text())
+    assert set(row["seconds"]) == {"eager", "compiled", "onnxruntime"}
+    assert all(seconds > 0 for seconds in row["seconds"].values())
+
+
+def test_the_readme_shows_the_committed_serving_table(root):
+    readme = (root / "README.md").read_text()
+    shown = readme.split("<!-- serving:start -->\n")[1].split("\n<!-- serving:end -->")[0]
+    assert shown == (root / "benchmarks" / "results" / "serving.md").read_text().strip(), (
+        "copy benchmarks/results/serving.md into the README after `python "
+        "benchmarks/serving.py`")
