@@ -32,8 +32,10 @@ __all__ = [
     "check_span_continuation",
     "check_cosine_lr_at",
     "check_decays",
+    "check_masked_lm_loss",
     "check_macro_f1",
     "check_stratified_sample",
+    "check_best_answer_span",
     "check_learning_signals",
     "check_clearly_better",
     "check_padding_share",
@@ -375,6 +377,43 @@ def check_decays(decays: Callable[[str], bool]) -> None:
     ])
 
 
+LN3 = math.log(3)  # logits [0, ln 3] give the second piece probability 3/4
+
+
+def check_masked_lm_loss(masked_lm_loss: Callable[[Any, Any], Any]) -> None:
+    """Exercise 06.4: the mean cross-entropy over the hidden pieces of a whole batch."""
+    import torch
+
+    def loss_of(logits: list, labels: list) -> float:
+        scores = torch.tensor(logits, dtype=torch.float32, requires_grad=True)
+        got = _call(masked_lm_loss, Case((scores, torch.tensor(labels)), None, ""))
+        if not isinstance(got, torch.Tensor) or got.dim() != 0:
+            raise CheckFailed(f"masked_lm_loss returned {got!r}; expected a tensor with one "
+                              "number (shape ()). Hint: a loss is a 0-dimensional tensor")
+        if not got.requires_grad:
+            raise CheckFailed("the loss has no gradient, so training could not follow it. "
+                              "Hint: compute it from logits with torch operations; do not "
+                              "call .item(), float() or .detach() on the way")
+        return round(float(got.detach()), 6)
+
+    uniform, likely_second, likely_first = [0.0, 0.0], [0.0, LN3], [LN3, 0.0]
+    check_cases(loss_of, [
+        Case(([[uniform, uniform]], [[1, 0]]), round(math.log(2), 6),
+             "two equally likely pieces: each hidden one's probability is 1/2, loss ln 2"),
+        Case(([[likely_second, uniform]], [[1, -100]]), round(math.log(4 / 3), 6),
+             "only the hidden position is scored: -ln(3/4); do not divide by the positions "
+             "labelled -100 too"),
+        Case(([[likely_second, uniform]], [[1, 0]]), round((math.log(4 / 3) + math.log(2)) / 2, 6),
+             "two hidden pieces: the mean of their losses, not their sum"),
+        Case(([[likely_second, uniform], [likely_first, uniform]], [[1, 0], [0, -100]]),
+             round((2 * math.log(4 / 3) + math.log(2)) / 3, 6),
+             "one mean over every hidden piece of the batch (three here), not the mean of "
+             "each row's mean"),
+        Case(([[uniform, uniform]], [[-100, -100]]), 0.0,
+             "nothing hidden: the loss is 0, not NaN (0 / 0); divide by at least 1"),
+    ], name="masked_lm_loss")
+
+
 # ---- chapter 07 -------------------------------------------------------------------
 
 def check_macro_f1(macro_f1: Callable[[list[int], list[int], int], float]) -> None:
@@ -411,6 +450,25 @@ def check_stratified_sample(stratified_sample: Callable[[list[int], float, int],
                                     "of each label"),
         Case((1.0,), (30, 70, True), "all of them at fraction 1"),
     ], name="stratified_sample")
+
+
+def check_best_answer_span(best_answer_span: Callable[[list[float], list[float], int],
+                                                   tuple[int, int]]) -> None:
+    """Exercise 07.4: the best (start, end) with start <= end < start + max length."""
+    check_cases(best_answer_span, [
+        Case(([0.0, 5.0, 1.0], [0.0, 1.0, 6.0], 3), (1, 2),
+             "the span whose start score plus end score is highest: 5 + 6"),
+        Case(([0.0, 0.0, 9.0], [8.0, 0.0, 1.0], 3), (2, 2),
+             "the end may not come before the start: the two best scores alone would give "
+             "(2, 0), which is no span"),
+        Case(([5.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 7.0], 3), (1, 3),
+             "a span holds at most max_answer_length pieces (end < start + max_answer_length),"
+             " so (0, 3) is too long; of the spans tied at 7, keep the earliest start"),
+        Case(([1.0, 3.0], [2.0, 1.0], 1), (1, 1),
+             "with max_answer_length 1 every span is one piece: start == end"),
+        Case(([1.0, 1.0], [1.0, 1.0], 2), (0, 0),
+             "on a tie keep the earliest start, then the earliest end; return a tuple of ints"),
+    ])
 
 
 # ---- chapter 08 -------------------------------------------------------------------

@@ -1669,3 +1669,33 @@ print(f"{n_decayed} of {len(list(untrained.parameters()))} parameter tensors are
 # RAdam-style variance rectification; in practice, keeping a warm-up of a few percent of the
 # steps is the cheap fix.
 # ### END SOLUTION
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 6.4 — the masked-LM loss by hand.** Write `masked_lm_loss(logits, labels)`:
+# `logits` is (batch, seq, vocab), `labels` is (batch, seq) and holds the hidden piece's id
+# where a piece was hidden and -100 everywhere else. Return the mean cross-entropy over the
+# hidden pieces of the whole batch, as a tensor that keeps its gradient, and 0 (not NaN)
+# when nothing was hidden. Build it from `torch.log_softmax`, not from `F.cross_entropy`.
+
+# %% nbgrader={"grade": false, "grade_id": "ex6_4_answer", "locked": false, "schema_version": 3, "solution": true}
+def masked_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    ### BEGIN SOLUTION
+    was_hidden = labels != -100
+    log_probabilities = torch.log_softmax(logits[was_hidden].float(), dim=-1)
+    of_the_truth = log_probabilities.gather(1, labels[was_hidden].unsqueeze(1))
+    return -of_the_truth.sum() / was_hidden.sum().clamp(min=1)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex6_4_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+from bertbook.checks import check_masked_lm_loss
+
+check_masked_lm_loss(masked_lm_loss)
+### BEGIN HIDDEN TESTS
+generator = torch.Generator().manual_seed(6)
+scores = torch.randn(3, 5, 11, generator=generator)
+targets = torch.randint(0, 11, (3, 5), generator=generator)
+targets[torch.rand(3, 5, generator=generator) < 0.5] = -100
+expected = F.cross_entropy(scores.flatten(0, 1), targets.flatten(), ignore_index=-100)
+assert torch.allclose(masked_lm_loss(scores, targets), expected, atol=1e-5)
+### END HIDDEN TESTS

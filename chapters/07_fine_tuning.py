@@ -1466,3 +1466,35 @@ assert stratified_sample(labels, 0.5, seed=3) == got, "the same seed must give t
 # and only then scores that one run (or several seeds of it) on test. Test must choose
 # nothing, or its score is no longer an estimate of unseen data.
 # ### END SOLUTION
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 7.4 — the best answer span.** A span model scores every piece as a start and
+# as an end. Write `best_answer_span(start_scores, end_scores, max_answer_length)` on plain
+# lists of floats: the `(start, end)` with the highest `start_scores[start] +
+# end_scores[end]` among the spans with `start <= end < start + max_answer_length`. On a
+# tie keep the earliest start, then the earliest end. (bertlib's `best_span` does this with
+# one matrix, and also keeps to the paragraph's pieces.)
+
+# %% nbgrader={"grade": false, "grade_id": "ex7_4_answer", "locked": false, "schema_version": 3, "solution": true}
+def best_answer_span(start_scores: list[float], end_scores: list[float],
+                     max_answer_length: int) -> tuple[int, int]:
+    ### BEGIN SOLUTION
+    chosen, chosen_score = (0, 0), start_scores[0] + end_scores[0]
+    for first, first_score in enumerate(start_scores):
+        for last in range(first, min(len(end_scores), first + max_answer_length)):
+            if first_score + end_scores[last] > chosen_score:
+                chosen, chosen_score = (first, last), first_score + end_scores[last]
+    return chosen
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "ex7_4_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+from bertbook.checks import check_best_answer_span
+
+check_best_answer_span(best_answer_span)
+### BEGIN HIDDEN TESTS
+starts = torch.randn(12, generator=torch.Generator().manual_seed(7))
+ends = torch.randn(12, generator=torch.Generator().manual_seed(8))
+expected = best_span(starts, ends, torch.ones(12, dtype=torch.bool), max_answer_length=4)
+assert best_answer_span(starts.tolist(), ends.tolist(), 4) == expected
+### END HIDDEN TESTS

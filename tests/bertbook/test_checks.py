@@ -3,6 +3,7 @@
 from collections import Counter
 
 import pytest
+import torch
 
 from bertbook import checks
 
@@ -110,3 +111,53 @@ def test_the_masking_check_catches_an_unscored_kept_token():
 
     with pytest.raises(checks.CheckFailed, match="case 3: .* still predicted"):
         checks.check_apply_masking(apply_masking)
+
+
+def _pooled_masked_lm_loss(logits, labels):
+    scored = labels != -100
+    picked = torch.log_softmax(logits[scored], -1).gather(1, labels[scored][:, None])
+    return -picked.sum() / scored.sum().clamp(min=1)
+
+
+def test_the_masked_lm_loss_check_passes_a_right_answer(capsys):
+    checks.check_masked_lm_loss(_pooled_masked_lm_loss)
+    assert "all 5 checks passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda logits, labels: torch.nn.functional.cross_entropy(
+        logits.flatten(0, 1), labels.flatten(), ignore_index=-100), "case 5: .* not NaN"),
+    (lambda logits, labels: _pooled_masked_lm_loss(logits, labels) * (labels != -100).sum()
+     / labels.numel(), "case 2: .* labelled -100"),
+    (lambda logits, labels: torch.stack([_pooled_masked_lm_loss(row[None], row_labels[None])
+                                         for row, row_labels in zip(logits, labels)]).mean(),
+     "case 4: .* not the mean of each row's mean"),
+    (lambda logits, labels: torch.tensor(_pooled_masked_lm_loss(logits, labels).item()),
+     "no gradient"),
+], ids=["ignore_index-NaN", "all-positions", "mean-of-rows", "item"])
+def test_the_masked_lm_loss_check_catches_the_classic_slips(wrong, message):
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.check_masked_lm_loss(wrong)
+
+
+def _best_span_by_loops(start_scores, end_scores, max_answer_length):
+    pairs = [(s, e) for s in range(len(start_scores))
+             for e in range(s, min(len(end_scores), s + max_answer_length))]
+    return max(pairs, key=lambda pair: (start_scores[pair[0]] + end_scores[pair[1]],
+                                        -pair[0], -pair[1]))
+
+
+def test_the_best_span_check_passes_a_right_answer(capsys):
+    checks.check_best_answer_span(_best_span_by_loops)
+    assert "all 5 checks passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda starts, ends, longest: (starts.index(max(starts)), ends.index(max(ends))),
+     "case 2: .* before the start"),
+    (lambda starts, ends, longest: _best_span_by_loops(starts, ends, len(ends)),
+     "case 3: .* too long"),
+], ids=["two-argmaxes", "no-length-limit"])
+def test_the_best_span_check_catches_the_classic_slips(wrong, message):
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.check_best_answer_span(wrong)
