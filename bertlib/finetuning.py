@@ -91,9 +91,8 @@ class BertForSequenceClassification(BertTaskModel):
         self.post_init(self.classifier)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
-                position_ids=None,
-                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
-                return_dict=None) -> TaskOutput:
+                position_ids=None, inputs_embeds=None, output_attentions=False,
+                output_hidden_states=False, return_dict=None) -> TaskOutput:
         encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                             output_attentions, output_hidden_states, return_dict=True)
         summary, hidden = encoded.pooler_output, encoded.last_hidden_state
@@ -118,9 +117,8 @@ class BertForTokenClassification(BertTaskModel):
         self.post_init(self.classifier)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
-                position_ids=None,
-                inputs_embeds=None, output_attentions=False, output_hidden_states=False,
-                return_dict=None) -> TaskOutput:
+                position_ids=None, inputs_embeds=None, output_attentions=False,
+                output_hidden_states=False, return_dict=None) -> TaskOutput:
         encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                             output_attentions, output_hidden_states, return_dict=True)
         logits = self.classifier(self.dropout(encoded.last_hidden_state))
