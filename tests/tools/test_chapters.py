@@ -82,3 +82,9 @@ def test_chapters_leave_nothing_in_the_temp_folder(chapter):
     text = chapter.read_text()
     assert "mkdtemp(" not in text
     assert "= tempfile.TemporaryDirectory(" not in text
+
+
+def test_a_new_jupytext_release_alone_leaves_the_chapters_up_to_date():
+    chapter = CHAPTERS[0].read_text()
+    stamped = re.sub(r"jupytext_version: \S+", "jupytext_version: 0.0.1", chapter)
+    assert sync.with_nbgrader_metadata(stamped) == stamped

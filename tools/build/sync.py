@@ -107,7 +107,20 @@ def with_nbgrader_metadata(chapter_text: str) -> str:
             cell.metadata["nbgrader"] = wanted[index]
         else:
             cell.metadata.pop("nbgrader", None)
-    return jupytext.writes(notebook, fmt="py:percent")
+    return with_version_stamp_of(chapter_text, jupytext.writes(notebook, fmt="py:percent"))
+
+
+_VERSION_STAMP = re.compile(r"^#\s+jupytext_version: .*$", re.M)
+
+
+def with_version_stamp_of(original: str, written: str) -> str:
+    """`written` with the jupytext_version line of `original`. jupytext stamps its own
+    version into the header it writes, so without this a new jupytext release alone would
+    mark every chapter out of date (as 1.19.7 did on a clean install)."""
+    stamp = _VERSION_STAMP.search(original)
+    if stamp is None:
+        return written
+    return _VERSION_STAMP.sub(lambda _: stamp.group(0), written, count=1)
 
 
 def chapter_title(chapter: Path) -> str:
