@@ -36,6 +36,7 @@ __all__ = [
     "check_macro_f1",
     "check_stratified_sample",
     "check_best_answer_span",
+    "check_sentence_logits",
     "check_learning_signals",
     "check_clearly_better",
     "check_padding_share",
@@ -469,6 +470,42 @@ def check_best_answer_span(best_answer_span: Callable[[list[float], list[float],
         Case(([1.0, 1.0], [1.0, 1.0], 2), (0, 0),
              "on a tie keep the earliest start, then the earliest end; return a tuple of ints"),
     ])
+
+
+def check_sentence_logits(sentence_logits: Callable[..., Any]) -> None:
+    """Exercise 07.5: BERT's sentence head, the pooler then a linear layer, on [CLS]."""
+    import torch
+
+    def logits_of(hidden: list, pooler_weight: list, pooler_bias: list,
+                  classifier_weight: list, classifier_bias: list) -> list:
+        tensors = [torch.tensor(x, dtype=torch.float32) for x in
+                   (hidden, pooler_weight, pooler_bias, classifier_weight, classifier_bias)]
+        got = _call(sentence_logits, Case(tuple(tensors), None, ""))
+        rows, labels = len(hidden), len(classifier_bias)
+        if not isinstance(got, torch.Tensor) or tuple(got.shape) != (rows, labels):
+            raise CheckFailed(f"sentence_logits returned {got!r}; expected a tensor of shape "
+                              f"({rows}, {labels}): one row per sentence, one score per label")
+        return [[round(float(v), 6) for v in row] for row in got.detach()]
+
+    identity, zeros, t1 = [[1.0, 0.0], [0.0, 1.0]], [0.0, 0.0], round(math.tanh(1), 6)
+    check_cases(logits_of, [
+        Case(([[[1.0, 0.0], [5.0, 5.0]]], identity, zeros, identity, zeros), [[t1, 0.0]],
+             "the pooler reads the first position, [CLS], alone, and squashes it with tanh: "
+             "tanh(1) = 0.761594"),
+        Case(([[[0.0, 0.0], [2.0, 2.0]]], identity, zeros, identity, [0.5, -0.5]),
+             [[0.5, -0.5]],
+             "[CLS] is all zeros here, so the pooled vector is tanh(0) = 0 and only the "
+             "classifier's bias is left; an average over the positions would not give 0"),
+        Case(([[[1.0, 2.0], [0.0, 0.0]]], [[0.0, 1.0], [0.0, 0.0]], zeros, identity, zeros),
+             [[round(math.tanh(2), 6), 0.0]],
+             "a weight is stored [out, in], as nn.Linear keeps it: W @ x, that is x @ W.T; "
+             "x @ W gives [0, 1] here, not [2, 0]"),
+        Case(([[[1.0, 0.0], [9.0, 9.0]], [[0.0, 1.0], [9.0, 9.0]]], identity, zeros,
+              [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [0.0, 0.0, 1.0]),
+             [[t1, 0.0, round(t1 + 1, 6)], [0.0, t1, round(t1 + 1, 6)]],
+             "two sentences, three labels: each row's pooled vector times each label's "
+             "weights, plus that label's bias"),
+    ], name="sentence_logits")
 
 
 # ---- chapter 08 -------------------------------------------------------------------

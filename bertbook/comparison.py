@@ -54,7 +54,7 @@ def steps_to_leave_plateau(result, nats_below_unigram: float = 1.0) -> int | Non
     return next((point["step"] for point in result.curve if point["loss"] <= line), None)
 
 
-# From chapters/08_what_pretraining_buys.py, cell 28.
+# From chapters/08_what_pretraining_buys.py, cell 31.
 """Fair comparisons of where fine-tuning starts: the same labels, a learning rate chosen on
 dev for each start, several label draws and seeds, mean and spread; a frozen-encoder probe;
 and a words-only baseline to set beside them."""
@@ -164,7 +164,7 @@ def clear_win(ours: Comparison, theirs: Comparison) -> bool:
     return ours.mean - theirs.mean > ours.sd + theirs.sd
 
 
-# From chapters/08_what_pretraining_buys.py, cell 30.
+# From chapters/08_what_pretraining_buys.py, cell 33.
 @torch.no_grad()
 def sentence_vectors(model: nn.Module, tokenizer, texts: list[str], max_length: int = 128,
                      batch_size: int = 64) -> torch.Tensor:
@@ -222,7 +222,7 @@ def words_only_accuracy(train: list[TextExample], scored: list[TextExample]) -> 
     return right / len(scored)
 
 
-# From chapters/08_what_pretraining_buys.py, cell 38.
+# From chapters/08_what_pretraining_buys.py, cell 41.
 def labels_to_match(curve: dict[int, float], accuracy: float) -> float | None:
     """How many labels per class a start needs to reach `accuracy`, read off its curve
     (labels per class -> mean accuracy) between measured points, on a log scale of labels.

@@ -11,13 +11,15 @@ again. Any folder named in $BERT_BOOK_RUNS is persistent in the same way.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
+from importlib.resources import files
 from pathlib import Path
 
 __all__ = ["RUNS_VARIABLE", "CACHE_VARIABLE", "DRIVE_FOLDER", "runs_root", "run_folder",
-           "has_checkpoint", "finished_run", "use_drive"]
+           "has_checkpoint", "finished_run", "shipped_run", "use_drive"]
 
 RUNS_VARIABLE = "BERT_BOOK_RUNS"
 CACHE_VARIABLE = "BERTLIB_CACHE"  # bertbook.corpora keeps derived text there
@@ -70,3 +72,14 @@ def use_drive(wanted: bool = True, folder: str = DRIVE_FOLDER) -> Path | None:
         os.environ[variable] = str(root / sub)
     print(f"runs and the text cache are kept on Drive, in {root}; a run found there resumes")
     return root
+
+
+def shipped_run(name: str, recipe: dict) -> Path | None:
+    """The model folder of the book's copy of the run `name` (bertbook/resources/<name>),
+    if the book ships one made with `recipe` (a PretrainingRun's description). A copy from
+    another recipe is never used: it would not be the model the chapter describes."""
+    folder = Path(str(files("bertbook").joinpath("resources", name)))
+    if not (folder / "run.json").is_file():
+        return None
+    shipped = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    return folder if shipped == json.loads(json.dumps(recipe)) else None  # tuples as lists

@@ -103,7 +103,7 @@ def evaluate_span_qa(model, features, collator, device,
     return {"exact_match": exact / len(features), "f1": overlap / len(features)}
 
 
-# From chapters/07_fine_tuning.py, cell 53.
+# From chapters/07_fine_tuning.py, cell 58.
 def answer_or_abstain(start_scores: torch.Tensor, end_scores: torch.Tensor,
                       allowed: torch.Tensor, threshold: float = 0.0,
                       max_answer_length: int = 30) -> tuple[int, int] | None:

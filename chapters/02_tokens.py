@@ -686,8 +686,8 @@ print(book_tokenizer.tokenize("The unaffable bankers of Düsseldorf!"))
 #   vocabulary from text.
 # * `bertlib.batch`: `pad_batch`, the library's one padding routine, `PaddingCollator`, and
 #   `IGNORE_INDEX`.
-# * In the book's package, `bertbook.datasets.minilm_dir()`: the real BERT checkpoint that an
-#   installed package ships.
+# * In the book's package, `bertbook.datasets.minilm_dir()`: all-MiniLM-L6-v2, a trained
+#   checkpoint with BERT's architecture and vocabulary that an installed package ships.
 # * Measured: our ids equal `transformers`' on every paragraph of the corpus with the real
 #   30,522-piece vocabulary; WordPiece leaves under 1% unknown where a word list of the same
 #   size misses far more.

@@ -337,11 +337,13 @@ assert torch.allclose(fused_out, explicit_out, atol=1e-5)
 print("fused and explicit multi-head attention agree; weights:", tuple(head_weights.shape))
 
 # %% [markdown]
-# ## Looking at a real BERT's attention
+# ## Looking at a trained model's attention
 #
 # Random weights attend randomly. To see what trained attention does, take the first layer
-# of a real BERT (all-MiniLM-L6-v2, chapter 02's checkpoint: 12 heads over 384 dimensions)
-# and load its query, key and value weights into our module. Its input is the embedding of
+# of a trained one (all-MiniLM-L6-v2, chapter 02's checkpoint: BERT's architecture with 12
+# heads over 384 dimensions, distilled from a larger model and then trained on sentence
+# pairs, as chapter 07 tells) and load its query, key and value weights into our module.
+# Its input is the embedding of
 # the tokens, which chapter 04 builds properly; here we compute it in two lines from the
 # checkpoint's tensors (token + position + segment embedding, then LayerNorm).
 

@@ -40,7 +40,8 @@ if "google.colab" in sys.modules:
 
 # %% [markdown]
 # The size switch chooses the checkpoint and how much text the statistics read. Offline
-# sizes use all-MiniLM-L6-v2, a real BERT that an installed package carries; the `gpu` size
+# sizes use all-MiniLM-L6-v2, a model with BERT's architecture and vocabulary (distilled,
+# then trained on sentence pairs: chapter 07) that an installed package carries; the `gpu` size
 # (Colab, online) downloads Google's original `bert-base-uncased` from the Hugging Face hub
 # and loads it with the very same loader.
 
@@ -664,7 +665,7 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #   `fit_linear_probe`.
 # * In the book's package, `bertbook.datasets.bank_senses`: 48 sentences with "bank" in two
 #   senses.
-# * Measured on a real BERT: the senses of "bank" separate after a few layers while the
+# * Measured on a trained model (MiniLM offline, BERT-base on Colab): the senses of "bank" separate after a few layers while the
 #   static embedding cannot tell them apart; heads that read the previous or next token;
 #   and which layer knows best whether a word is part of a link.
 #

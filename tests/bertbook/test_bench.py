@@ -126,6 +126,34 @@ def test_the_mlm_budget_script_compares_each_kept_checkpoint_with_scratch(root, 
         assert len(recipe["scratch"]["scores"]) == 6
 
 
+def test_the_attention_script_measures_random_weights_and_every_kept_step(root, tmp_path):
+    out = tmp_path / "attention.json"
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "attention_structure.py"),
+                           "--steps", "4", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(out.read_text())["runs"]
+    assert [run["causal"] for run in runs] == [False, True]
+    for run in runs:
+        assert [point["step"] for point in run["points"]] == [0, 1, 2, 3, 4]
+        random_weights = run["points"][0]["layers"]
+        assert len(random_weights) == 2  # bert-tiny's layers
+        # random weights spread attention almost evenly over what each query may see
+        assert all(0.95 < layer["entropy"] <= 1.0 + 1e-6 for layer in random_weights)
+
+
+def test_the_shipped_attention_results_cover_each_run_to_its_end(root):
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import attention_structure
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    shipped = json.loads(attention_structure.RESULTS.read_text())
+    assert [run["run"] for run in shipped["runs"]] == list(attention_structure.RUNS)
+    for run in shipped["runs"]:
+        assert run["points"][-1]["step"] == run["settings"]["steps"]
+
+
 def test_the_quick_serving_benchmark_writes_its_table(root, tmp_path):
     done = subprocess.run([sys.executable, str(root / "benchmarks" / "serving.py"), "--quick",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)

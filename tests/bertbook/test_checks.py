@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from bertbook import checks
+from bertlib.config import BertConfig
+from bertlib.finetuning import BertForSequenceClassification
 
 
 def test_a_stub_is_told_to_write_code():
@@ -161,3 +163,34 @@ def test_the_best_span_check_passes_a_right_answer(capsys):
 def test_the_best_span_check_catches_the_classic_slips(wrong, message):
     with pytest.raises(checks.CheckFailed, match=message):
         checks.check_best_answer_span(wrong)
+
+
+def _sentence_logits(hidden, pooler_weight, pooler_bias, classifier_weight, classifier_bias):
+    pooled = torch.tanh(hidden[:, 0] @ pooler_weight.T + pooler_bias)
+    return pooled @ classifier_weight.T + classifier_bias
+
+
+def test_the_sentence_head_check_passes_bertlibs_own_head(capsys):
+    """The check's hand-worked answers agree with the library's pooler and classifier."""
+    model = BertForSequenceClassification(BertConfig.preset("bert-tiny", vocab_size=50),
+                                          num_labels=3).eval()
+    ids = torch.randint(0, 50, (2, 6), generator=torch.Generator().manual_seed(0))
+    hidden = model.bert(ids).last_hidden_state
+    pooler, classifier = model.bert.pooler.dense, model.classifier
+    mine = _sentence_logits(hidden, pooler.weight, pooler.bias, classifier.weight,
+                            classifier.bias)
+    torch.testing.assert_close(mine, model(ids).logits)
+    checks.check_sentence_logits(_sentence_logits)
+    assert "all 4 checks passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda h, wp, bp, wc, bc: torch.tanh(h.mean(1) @ wp.T + bp) @ wc.T + bc, "case 1: .*"),
+    (lambda h, wp, bp, wc, bc: (h[:, 0] @ wp.T + bp) @ wc.T + bc, "case 1: .*tanh"),
+    (lambda h, wp, bp, wc, bc: torch.tanh(h[:, 0] @ wp + bp) @ wc.T + bc,
+     "case 3: .*\\[out, in\\]"),
+    (lambda h, wp, bp, wc, bc: torch.tanh(h[:, 0] @ wp.T + bp) @ wc.T, "case 2: .*bias"),
+], ids=["mean-of-positions", "no-tanh", "weight-not-transposed", "no-classifier-bias"])
+def test_the_sentence_head_check_catches_the_classic_slips(wrong, message):
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.check_sentence_logits(wrong)
