@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -1707,3 +1707,40 @@ targets[torch.rand(3, 5, generator=generator) < 0.5] = -100
 expected = F.cross_entropy(scores.flatten(0, 1), targets.flatten(), ignore_index=-100)
 assert torch.allclose(masked_lm_loss(scores, targets), expected, atol=1e-5)
 ### END HIDDEN TESTS
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_5_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 6.5 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. Which two heads does BERT pretrain, and on which vectors?
+# 2. Why is the masked-LM decoder tied to the input embeddings?
+# 3. What optimiser and schedule did the paper use?
+# 4. Which parameters get no weight decay, and why?
+# 5. Why does fp16 training need loss scaling while bf16 does not?
+# 6. What do the unigram accuracy and the unigram perplexity measure, and why print them
+#    beside a run?
+# 7. What is perplexity?
+# 8. What was the paper's pretraining budget?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex6_5_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. The masked-LM head (dense, GELU, LayerNorm, then a decoder to the vocabulary) on every
+#    hidden position, and the next-sentence head (one linear layer, two classes) on the
+#    pooled [CLS] vector. The loss is their sum.
+# 2. A piece means the same going in and coming out, and tying saves vocabulary × hidden
+#    parameters (about 23M in BERT-base).
+# 3. Adam with learning rate 1e-4, β₁ 0.9, β₂ 0.999, weight decay 0.01, warm-up over the
+#    first 10,000 steps, then linear decay; dropout 0.1.
+# 4. Biases and LayerNorm weights: they set offsets and scales, not the capacity that decay
+#    is meant to limit (Google's optimizer leaves them out).
+# 5. fp16's exponent range is narrow, so small gradients underflow to zero unless the loss
+#    is scaled up; bf16 keeps fp32's range, with fewer bits of precision.
+# 6. What guessing by frequency alone achieves; a masked LM that does no better has learned
+#    frequencies, not context (the plateau).
+# 7. e to the mean cross-entropy in nats: the number of equally likely choices that would be
+#    as uncertain as the model.
+# 8. 1,000,000 steps of 256 sequences (128,000 tokens a batch), about 40 epochs over 3.3
+#    billion words of BooksCorpus and English Wikipedia; 90% of the steps at length 128, the
+#    rest at 512.
+# ### END SOLUTION
