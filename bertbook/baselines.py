@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 
 from bertlib.batch import IGNORE_INDEX
-from bertlib.metrics import f1_score, mentions
+from bertlib.metrics import mention_f1
 
 __all__ = ["dictionary_tagger", "string_match_span", "tagging_baseline", "word_keys"]
 
@@ -47,14 +47,9 @@ def tagging_baseline(train: list[dict], test: list[dict]) -> float:
     """Mention F1 of the dictionary tagger on `test`, counted as evaluate_tagging counts a
     model's."""
     tagger = dictionary_tagger(train)
-    hits = predicted = gold = 0
-    for feature in test:
-        found = mentions(tagger(feature))
-        expected = mentions([tag for tag in feature["labels"] if tag != IGNORE_INDEX])
-        hits += len(found & expected)
-        predicted += len(found)
-        gold += len(expected)
-    return f1_score(hits, predicted, gold)
+    return mention_f1([tagger(feature) for feature in test],
+                      [[tag for tag in feature["labels"] if tag != IGNORE_INDEX]
+                       for feature in test])
 
 
 def string_match_span(feature: dict) -> tuple[int, int]:

@@ -14,6 +14,7 @@ from bertlib.finetuning import predict
 __all__ = [
     "best_span",
     "f1_score",
+    "mention_f1",
     "evaluate_classification",
     "evaluate_tagging",
     "evaluate_span_qa",
@@ -60,6 +61,18 @@ def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
     return found
 
 
+def mention_f1(predicted_rows: list[list[int]], gold_rows: list[list[int]]) -> float:
+    """Mention F1 over rows of word tags: a mention counts only when its words and its
+    kind match exactly. Counted over all rows at once, not averaged per row."""
+    hits = predicted = gold = 0
+    for tags, gold_tags in zip(predicted_rows, gold_rows, strict=True):
+        found, expected = mentions(tags), mentions(gold_tags)
+        hits += len(found & expected)
+        predicted += len(found)
+        gold += len(expected)
+    return f1_score(hits, predicted, gold)
+
+
 def evaluate_classification(model, features, collator, device) -> dict[str, float]:
     """Accuracy, and F1 of the second class when there are two (as GLUE scores MRPC)."""
     predicted = torch.stack(predict(model, features, collator, device)).argmax(-1)
@@ -75,18 +88,15 @@ def evaluate_classification(model, features, collator, device) -> dict[str, floa
 # From chapters/07_fine_tuning.py, cell 43.
 def evaluate_tagging(model, features, collator, device) -> dict[str, float]:
     """Mention F1 and word accuracy, over the words (the first pieces)."""
-    hits = predicted_count = gold_count = right_words = words = 0
+    predicted_rows, gold_rows = [], []
     for logits, feature in zip(predict(model, features, collator, device), features):
         first_pieces = torch.tensor(feature["labels"]) != IGNORE_INDEX
-        predicted = logits[first_pieces].argmax(-1).tolist()
-        gold = [t for t in feature["labels"] if t != IGNORE_INDEX]
-        right_words += sum(p == g for p, g in zip(predicted, gold))
-        words += len(gold)
-        found, expected = mentions(predicted), mentions(gold)
-        hits += len(found & expected)
-        predicted_count, gold_count = predicted_count + len(found), gold_count + len(expected)
-    return {"mention_f1": f1_score(hits, predicted_count, gold_count),
-            "word_accuracy": right_words / words}
+        predicted_rows.append(logits[first_pieces].argmax(-1).tolist())
+        gold_rows.append([t for t in feature["labels"] if t != IGNORE_INDEX])
+    right_words = sum(p == g for predicted, gold in zip(predicted_rows, gold_rows)
+                      for p, g in zip(predicted, gold))
+    return {"mention_f1": mention_f1(predicted_rows, gold_rows),
+            "word_accuracy": right_words / sum(map(len, gold_rows))}
 
 
 def evaluate_span_qa(model, features, collator, device,

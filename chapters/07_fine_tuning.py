@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -1095,6 +1095,18 @@ def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
     return found
 
 
+def mention_f1(predicted_rows: list[list[int]], gold_rows: list[list[int]]) -> float:
+    """Mention F1 over rows of word tags: a mention counts only when its words and its
+    kind match exactly. Counted over all rows at once, not averaged per row."""
+    hits = predicted = gold = 0
+    for tags, gold_tags in zip(predicted_rows, gold_rows, strict=True):
+        found, expected = mentions(tags), mentions(gold_tags)
+        hits += len(found & expected)
+        predicted += len(found)
+        gold += len(expected)
+    return f1_score(hits, predicted, gold)
+
+
 def evaluate_classification(model, features, collator, device) -> dict[str, float]:
     """Accuracy, and F1 of the second class when there are two (as GLUE scores MRPC)."""
     predicted = torch.stack(predict(model, features, collator, device)).argmax(-1)
@@ -1111,18 +1123,15 @@ def evaluate_classification(model, features, collator, device) -> dict[str, floa
 #| export bertlib/metrics.py
 def evaluate_tagging(model, features, collator, device) -> dict[str, float]:
     """Mention F1 and word accuracy, over the words (the first pieces)."""
-    hits = predicted_count = gold_count = right_words = words = 0
+    predicted_rows, gold_rows = [], []
     for logits, feature in zip(predict(model, features, collator, device), features):
         first_pieces = torch.tensor(feature["labels"]) != IGNORE_INDEX
-        predicted = logits[first_pieces].argmax(-1).tolist()
-        gold = [t for t in feature["labels"] if t != IGNORE_INDEX]
-        right_words += sum(p == g for p, g in zip(predicted, gold))
-        words += len(gold)
-        found, expected = mentions(predicted), mentions(gold)
-        hits += len(found & expected)
-        predicted_count, gold_count = predicted_count + len(found), gold_count + len(expected)
-    return {"mention_f1": f1_score(hits, predicted_count, gold_count),
-            "word_accuracy": right_words / words}
+        predicted_rows.append(logits[first_pieces].argmax(-1).tolist())
+        gold_rows.append([t for t in feature["labels"] if t != IGNORE_INDEX])
+    right_words = sum(p == g for predicted, gold in zip(predicted_rows, gold_rows)
+                      for p, g in zip(predicted, gold))
+    return {"mention_f1": mention_f1(predicted_rows, gold_rows),
+            "word_accuracy": right_words / sum(map(len, gold_rows))}
 
 
 def evaluate_span_qa(model, features, collator, device,
@@ -1624,3 +1633,39 @@ torch.testing.assert_close(sentence_logits(last, pooler.weight, pooler.bias,
                                            head.classifier.weight, head.classifier.bias),
                            head(pieces).logits)
 ### END HIDDEN TESTS
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_6_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 7.6 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. Which four ways of fine-tuning BERT does the paper show, and which vectors does each
+#    read?
+# 2. What label does a word split into several pieces get in token tagging?
+# 3. How does span QA choose its answer?
+# 4. How does SQuAD 2.0 fine-tuning answer "no answer"?
+# 5. What fine-tuning settings did the paper search?
+# 6. Why is the learning rate chosen on dev and never on test?
+# 7. Why report mean ± standard deviation over label draws and seeds?
+# 8. What is all-MiniLM-L6-v2, and why can it not stand for what BERT's pretraining buys?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex7_6_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. Single-sentence and sentence-pair classification read [CLS] (through the pooler); token
+#    tagging reads every token's vector; span QA scores every paragraph token as a start and
+#    as an end.
+# 2. Its first piece carries the word's label; the other pieces get −100 and are not scored.
+# 3. The span with the highest start score plus end score, with the start no later than the
+#    end, the length limited, and both inside the paragraph.
+# 4. Unanswerable questions point start and end at [CLS]; at test time the best span is
+#    returned only if its score beats the [CLS] score by more than a threshold chosen on
+#    dev.
+# 5. Batch 16 or 32, learning rate 5e-5, 3e-5 or 2e-5, 2 to 4 epochs, chosen on dev.
+# 6. A score on data that chose the settings overstates how the model does on unseen data;
+#    test stays untouched to estimate exactly that.
+# 7. With few labels, fine-tuning varies a lot from run to run; one run can make a
+#    difference look real that the luck of the draw made.
+# 8. BERT's architecture, distilled from a larger model and then trained contrastively on
+#    about a billion sentence pairs: part of its strength on topics and pairs is that
+#    supervision.
+# ### END SOLUTION

@@ -20,7 +20,7 @@ from bertlib.finetuning import (
     tagging_features,
 )
 from bertlib.left_to_right import BertLMHeadModel
-from bertlib.metrics import best_span, evaluate_classification, mentions
+from bertlib.metrics import best_span, evaluate_classification, mention_f1, mentions
 from bertlib.model import BertModel
 from bertlib.pretraining import BertForMaskedLM
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, tag_names
@@ -234,3 +234,13 @@ def test_fine_tuning_learns_a_task_that_needs_the_text():
               PaddingCollator(tokenizer.pad_id), torch.device("cpu"))
     scores = evaluate_classification(model, features[:9], PaddingCollator(0), torch.device("cpu"))
     assert scores["accuracy"] == 1.0 and scores["f1"] == 1.0
+
+
+def test_mention_f1_counts_every_row_together_not_a_mean_of_rows():
+    found_all = ([1, 2, 0], [1, 2, 0])  # one mention, found
+    found_none = ([0, 0, 0], [1, 3, 1])  # three mentions, none found
+    predicted, gold = zip(found_all, found_none)
+    # precision 1/1, recall 1/4: F1 0.4 (a mean of the rows' F1 would say 0.5)
+    assert mention_f1(list(predicted), list(gold)) == pytest.approx(0.4)
+    with pytest.raises(ValueError):
+        mention_f1([[1]], [[1], [1]])
