@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -855,4 +855,41 @@ for reading, width, expected in [("left", 2, (-2, -1)), ("right", 3, (1, 2, 3)),
 # paths. A left-to-right model never lets a position read anything to its right, so nothing
 # about word *t* can reach the prediction of word *t*. Masking replaces the word at *t* in
 # the input with `[MASK]`, so there is nothing about it to route back, whatever the depth.
+# ### END SOLUTION
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex1_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 1.4 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. What is a cloze test, and why does it want both sides of the gap?
+# 2. What does GPT-1 read to represent a word, and what does ELMo read?
+# 3. Why can a deep language model not simply read both ways and predict every word?
+# 4. What did the chapter's cheating model learn, and how could you tell?
+# 5. Why compare the readers at equal capacity, on the same text?
+# 6. What baseline does every accuracy in the chapter face, and why that one?
+# 7. How is gluing two one-way readers (ELMo's recipe) different from one joint reader?
+# 8. How does BERT read both ways without the cheat, and what does it pay for it?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex1_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. Guessing a hidden word from the words around it. The words after the gap often decide
+#    it as much as the words before, so a reader of one side throws half the evidence away.
+# 2. GPT-1, a Transformer, reads only the words before it (left to right). ELMo runs two
+#    LSTMs, one left to right and one right to left, and joins their vectors: each half has
+#    read one side only.
+# 3. If every position sees every other, the word to predict is in the input: through
+#    attention or a second layer, a position can read its own word back, and the model
+#    learns to copy instead of to understand.
+# 4. To copy the word it was asked to predict: near-perfect numbers while the word was in
+#    its input, and worse than the most-frequent-word guess once the word was hidden.
+# 5. So that the only difference is what each position may see; a bigger model or more text
+#    would confound the comparison.
+# 6. Always guessing the most frequent word (the unigram guess): a model that does no better
+#    has learned frequencies, not context.
+# 7. Each half builds its vectors blind to the other side; only the final vectors are
+#    joined. A joint reader lets every layer combine left and right context.
+# 8. It hides the words it predicts ([MASK]), so the answer is not in the input. The price:
+#    only the hidden share of positions (15%) gives a learning signal, and [MASK] never
+#    appears when the model is used.
 # ### END SOLUTION

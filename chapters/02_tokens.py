@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -761,4 +761,36 @@ for args, expected in [((0, 0), [0, 0, 1]), ((5,), [0] * 7), ((1, 2), [0, 0, 0, 
 # compares every position with every other, so its cost grows with the square of the length:
 # a sequence 20% longer costs about 44% more attention, and a fixed 512-token window holds
 # less text.
+# ### END SOLUTION
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex2_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 2.4 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. Why does BERT not use a list of whole words?
+# 2. What does the basic split do before WordPiece, in the uncased model?
+# 3. How does WordPiece split a word into pieces?
+# 4. What happens when the rest of a word matches no piece?
+# 5. How does a piece show that it continues a word?
+# 6. How large is BERT's uncased vocabulary, and which special tokens does it hold?
+# 7. What do the attention mask and the segment ids tell the model?
+# 8. How does the tokenizers library's WordPiece trainer build a vocabulary?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex2_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. A word list cannot cover every word: rare and new words become [UNK]. Pieces of words
+#    cover any word with a vocabulary of about 30,000.
+# 2. Cleans control characters, lower-cases, strips accents, and splits on whitespace and
+#    punctuation (and around Chinese characters).
+# 3. Greedily, longest match first: take the longest vocabulary entry that starts the word,
+#    then the longest that continues it, and so on.
+# 4. The whole word becomes [UNK], not just the part that failed.
+# 5. It starts with ## (play ##ing).
+# 6. 30,522 entries, among them [PAD], [UNK], [CLS], [SEP] and [MASK].
+# 7. The mask marks real tokens (1) and padding (0), so padding gets no attention; segment
+#    ids mark which pieces belong to sentence A (0) and sentence B (1).
+# 8. By merging the most frequent adjacent pairs, as BPE does, not by the likelihood
+#    criterion of Google's original WordPiece; encoding then uses WordPiece's greedy longest
+#    match.
 # ### END SOLUTION

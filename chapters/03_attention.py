@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -533,3 +533,34 @@ x = torch.randn(3, 5, 12)
 assert torch.equal(merge_heads(split_heads(x, 4)), x)
 assert torch.equal(split_heads(x, 3)[2, 1, 4], x[2, 4, 4:8])
 ### END HIDDEN TESTS
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_5_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 3.5 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. Write scaled dot-product attention as one formula.
+# 2. Why divide the scores by √d?
+# 3. How is padding kept from changing the answer?
+# 4. How do the time and memory of attention grow with the sequence length n?
+# 5. What does a causal mask hide, and which reader does it make?
+# 6. Why split attention into heads?
+# 7. How many heads does BERT-base have, and of what width?
+# 8. What does a fused attention kernel change, and what stays the same?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex3_5_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. softmax(Q Kᵀ / √d + mask) V, the mask adding −∞ (a very large negative number) where a
+#    query may not look.
+# 2. A dot product of d roughly unit-variance numbers has variance about d; without the
+#    scaling the softmax saturates on large scores and its gradients vanish.
+# 3. Padded keys get −∞ added to their scores, so their softmax weight is 0 and the real
+#    positions' outputs are what they would be without padding.
+# 4. As n²: every query scores every key, per head and per layer.
+# 5. Every key after the query; it makes a left-to-right reader.
+# 6. Each head has its own projections and softmax, so different heads can attend to
+#    different relations, for the cost of one full-width head.
+# 7. 12 heads of 64 dimensions: 768 in all.
+# 8. The result is the same; it computes in one kernel without storing the full score
+#    matrix, so it is faster and needs less memory.
+# ### END SOLUTION

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -1214,4 +1214,38 @@ for name in PRESETS:
 # gradients stay well scaled; it usually needs a final LayerNorm after the last layer. The
 # parameters have the same shapes, so the weights would *load*, but the function computed
 # would differ: BERT's weights were trained for post-LN and give garbage in a pre-LN model.
+# ### END SOLUTION
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 4.4 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. Which three embeddings are added at the input, and what follows the sum?
+# 2. In what order are the parts of one BERT layer applied?
+# 3. What is the difference between post-LN and pre-LN?
+# 4. Which part of a layer holds most of its parameters?
+# 5. What are BERT-base's and BERT-large's sizes?
+# 6. What does the pooler compute, and from what?
+# 7. About how many of BERT-base's parameters are token embeddings?
+# 8. How does the chapter show that its model is BERT?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex4_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. Token, position (learned, up to 512) and segment embeddings; then LayerNorm and
+#    dropout.
+# 2. Self-attention, dropout, add the input, LayerNorm; then the feed-forward network
+#    (hidden → 4 × hidden, GELU, → hidden), dropout, add, LayerNorm.
+# 3. BERT normalises after each residual addition (post-LN); pre-LN normalises each sub-
+#    layer's input instead and leaves the residual path untouched, which trains more stably
+#    without a warm-up.
+# 4. The feed-forward network: about 2 × 768 × 3072 ≈ 4.7M weights in BERT-base, against
+#    about 2.4M for attention's four projections.
+# 5. Base: 12 layers, hidden 768, 12 heads, 110M parameters. Large: 24 layers, hidden 1024,
+#    16 heads, 340M.
+# 6. tanh of a dense layer applied to the final vector of [CLS]: a fixed-size summary for
+#    sentence tasks.
+# 7. 30,522 × 768 ≈ 23M, about a fifth.
+# 8. It loads real trained weights and gets the same outputs as transformers' BERT on the
+#    same input, to 1e-5.
 # ### END SOLUTION

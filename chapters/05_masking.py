@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -742,3 +742,35 @@ check_apply_masking(apply_masking)
 got = apply_masking([1, 2, 3], [0, 1, 2], [0.79, 0.89, 0.9], [7, 8, 9], 4)
 assert got == ([4, 8, 3], [1, 2, 3]), got
 ### END HIDDEN TESTS
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_5_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 5.5 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. Which share of pieces does BERT choose to predict, and what happens to a chosen piece?
+# 2. Why not replace every chosen piece with [MASK]?
+# 3. Which positions contribute to the masked-LM loss?
+# 4. What is the difference between static and dynamic masking?
+# 5. What does whole-word masking change?
+# 6. How are next-sentence pairs made?
+# 7. What did RoBERTa find about next-sentence prediction?
+# 8. Why does the collator cap the number of predicted positions per row?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex5_5_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. 15%; of those, 80% become [MASK], 10% a random piece and 10% stay unchanged.
+# 2. [MASK] never appears when the model is used; pieces left unchanged or made random keep
+#    the model building a good vector for every input piece, since any could be asked for.
+# 3. Only the chosen ones; every other label is the ignore value (−100).
+# 4. Static: the mask is drawn once when the data are prepared (BERT duplicated its data 10
+#    times with different masks). Dynamic: a new mask every time a row is read (RoBERTa).
+# 5. When one piece of a word is chosen, all its pieces are masked, so a piece cannot be
+#    guessed from the rest of its own word.
+# 6. Half the time B is the sentence that follows A in the same document (IsNext); otherwise
+#    B is taken from another document (NotNext).
+# 7. Dropping it, and filling rows with contiguous text instead, matched or improved results
+#    on downstream tasks.
+# 8. To score a fixed number of positions (20 per 128 pieces in Google's code), so the
+#    output layer over the vocabulary runs at those positions only.
+# ### END SOLUTION

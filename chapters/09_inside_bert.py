@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -665,9 +665,10 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #   `fit_linear_probe`.
 # * In the book's package, `bertbook.datasets.bank_senses`: 48 sentences with "bank" in two
 #   senses.
-# * Measured on a trained model (MiniLM offline, BERT-base on Colab): the senses of "bank" separate after a few layers while the
-#   static embedding cannot tell them apart; heads that read the previous or next token;
-#   and which layer knows best whether a word is part of a link.
+# * Measured on a trained model (MiniLM offline, BERT-base on Colab): the senses of "bank"
+#   separate after a few layers while the static embedding cannot tell them apart; heads
+#   that read the previous or next token; and which layer knows best whether a word is part
+#   of a link.
 #
 # ## Exercises
 #
@@ -737,4 +738,37 @@ for weights, expected in [(torch.eye(4), 0), (torch.diag(torch.ones(3), -1), -1)
 # little loss). If they drop, the head carries something the later layers use. Compare
 # against ablating a random head of the same layer, so that the drop is not just the cost
 # of removing any head.
+# ### END SOLUTION
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 9.4 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. Why can the static token embedding not tell a river bank from a money bank?
+# 2. Where in the stack do the two senses of "bank" come apart?
+# 3. Name attention patterns that many trained heads share.
+# 4. What is a linear probe, and why keep it linear?
+# 5. What does a control task add to a probe?
+# 6. Why load Google's original checkpoints through a converter?
+# 7. Why is a head's attention not an explanation of a prediction?
+# 8. Why does the chapter use all-MiniLM-L6-v2 offline and BERT-base only on Colab?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. Both are the same piece id, so they start from the same vector; context enters only
+#    through the layers' attention.
+# 2. After a few layers, once attention has mixed in the words around it.
+# 3. Attending to the previous or the next token, to [CLS], to [SEP] (often a way of doing
+#    nothing), or to the same word elsewhere (Clark et al., 2019).
+# 4. A linear classifier trained on frozen vectors of one layer; kept simple so it shows
+#    what the layer makes easy to read, not what a strong probe could compute.
+# 5. Each word type gets a random but fixed label: a probe that scores well on that too is
+#    memorising word types, not reading what the layer knows (Hewitt & Liang, 2019).
+# 6. They were saved by TensorFlow with other parameter names; the converter maps them to
+#    the library's names so the same loader works.
+# 7. It shows where information is mixed at one layer, not how much it changes the output;
+#    removing the head and measuring tells more.
+# 8. BERT-base comes from the Hugging Face hub, which offline sizes cannot reach; MiniLM
+#    ships in an installed package and has BERT's architecture, so the same code reads both.
 # ### END SOLUTION

@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -1018,3 +1018,38 @@ check_mfu(mfu)
 got = mfu(2_000.0, 2, 10, 1e8)
 assert type(got) is float and abs(got - 0.288) < 1e-12, got
 ### END HIDDEN TESTS
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 10.4 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. How do you time a GPU step honestly?
+# 2. Why predict only at the masked positions?
+# 3. What does bf16 autocast change, and what stays in fp32?
+# 4. What does packing short documents into rows save?
+# 5. What does gradient checkpointing trade?
+# 6. When does gradient accumulation give the whole batch's gradient for a masked-LM loss?
+# 7. About how many FLOPs does one training step take per token?
+# 8. What is model FLOPs utilisation?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex10_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. Warm up first, synchronise the device before reading the clock, repeat, alternate the
+#    variants and report medians.
+# 2. The output layer over 30,522 pieces is costly; scoring only the ~15% that have labels
+#    skips work whose loss would be thrown away.
+# 3. Matrix multiplications run in bf16 (faster, half the memory traffic); reductions such
+#    as the softmax and the loss, and the weights the optimiser updates, stay fp32.
+# 4. The compute spent on padding; positions restart in each document, and attention is kept
+#    within it.
+# 5. Memory for compute: activations are recomputed in the backward pass instead of being
+#    stored.
+# 6. When each micro-batch's loss is weighted by its share of the masked pieces. Scaling
+#    each by 1 / accumulation, as chapter 06's trainer does, is exact only when every micro-
+#    batch masks equally many pieces.
+# 7. About 6 × the number of parameters (2 forward, 4 backward), plus attention's share,
+#    which grows with the sequence length.
+# 8. The FLOPs the model needs per second, divided by the device's peak: how much of the
+#    hardware the step really uses.
+# ### END SOLUTION

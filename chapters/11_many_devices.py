@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -421,3 +421,37 @@ check_all_reduce_bytes(all_reduce_bytes)
 got = all_reduce_bytes(500, 5, 4)
 assert type(got) is float and got == 3200.0, got
 ### END HIDDEN TESTS
+
+
+# %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_4_statement", "locked": true, "schema_version": 3, "solution": false}
+# **Exercise 11.4 — recall.** Answer each question in a sentence or two, from
+# memory first; then check your answers against the chapter.
+#
+# 1. What does each process hold, and what does it compute, under data parallelism?
+# 2. How do the copies stay identical?
+# 3. How does DDP hide the cost of the all-reduce?
+# 4. How much does each process send in a ring all-reduce?
+# 5. Why does averaging per-process gradients give the full-batch gradient?
+# 6. When is it not exact, and what fixes it?
+# 7. Which state must each process keep of its own in a checkpoint?
+# 8. What do torchrun and the environment variables it sets do?
+
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex11_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# ### BEGIN SOLUTION
+# 1. A full copy of the model; it computes the gradient on its own slice of the global
+#    batch.
+# 2. An all-reduce averages their gradients before every optimiser step, so every copy
+#    moves by an identical step.
+# 3. It groups gradients into buckets and reduces each bucket while the backward pass is
+#    still computing the rest.
+# 4. About 2 × (world size − 1) / world size × the gradient's bytes, nearly twice the
+#    model's size whatever the number of processes.
+# 5. The loss is a mean over examples and every slice holds the same number of them, so the
+#    mean of the slices' means is the mean of all.
+# 6. When slices hold different numbers of scored items (masked pieces); weight each by its
+#    count, with the global count from an all-reduce.
+# 7. Its random-number state (data order, masks, dropout); the weights and the optimiser are
+#    shared.
+# 8. torchrun starts one process per device and gives each its RANK, LOCAL_RANK and
+#    WORLD_SIZE, with which the process group is started.
+# ### END SOLUTION
