@@ -8,24 +8,16 @@ parsed once per machine. On an online machine (Colab) WikiText-103 is also avail
 
 import bz2
 import hashlib
-import importlib.util
-import json
-import os
 import random
 import re
-import warnings
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertbook.package_data import cache_dir, cached_rows, package_file
 from bertlib.errors import DataUnavailable, InputError
 
 __all__ = [
-    "package_file",
-    "cache_dir",
-    "write_atomically",
-    "cached_rows",
     "Article",
     "wiki_paragraphs",
     "WIKI_SAMPLE",
@@ -45,71 +37,7 @@ __all__ = [
 ]
 
 
-# From chapters/01_reading_one_way.py, cell 8.
-def package_file(package: str, relative_path: str, install: str) -> Path:
-    """Path of a file shipped inside an installed package, found without importing it."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise DataUnavailable(
-            f"the package {package!r}, which carries {relative_path}, is not installed. "
-            f"Install it with:  {install}"
-        )
-    path = Path(list(spec.submodule_search_locations)[0]) / relative_path
-    if not path.is_file():
-        raise DataUnavailable(
-            f"{relative_path} is missing from the installed {package!r} ({path}). "
-            f"Reinstall it with:  {install} --force-reinstall"
-        )
-    return path
-
-
-# From chapters/01_reading_one_way.py, cell 10.
-def cache_dir() -> Path:
-    """Where derived text is kept: $BERTLIB_CACHE, the checkout's data/cache, or ~/.cache."""
-    if os.environ.get("BERTLIB_CACHE"):
-        folder = Path(os.environ["BERTLIB_CACHE"])
-    else:
-        checkout = Path(__file__).resolve().parents[1]
-        in_checkout = (checkout / "data" / "README.md").is_file()
-        folder = checkout / "data" / "cache" if in_checkout else Path.home() / ".cache" / "bertlib"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
-
-
-def _read_rows(path: Path, fields: set[str]) -> tuple[list[dict] | None, str]:
-    """(the rows, "") when the file holds rows with exactly `fields`, else (None, what is
-    wrong with it)."""
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        return None, f"cannot be read ({type(error).__name__})"
-    if isinstance(rows, list) and rows and all(
-            isinstance(row, dict) and set(row) == fields for row in rows):
-        return rows, ""
-    return None, "holds no rows of the expected shape"
-
-
-def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -> list[dict]:
-    """The rows (dicts with exactly `fields`) kept as JSON at `path`, or build() written
-    there first. A file that cannot be read, is not JSON, is empty or has rows of another
-    shape (a disk filled mid-write, a hand edit) is named in a warning and rebuilt."""
-    if path.is_file():
-        rows, problem = _read_rows(path, fields)
-        if rows is not None:
-            return rows
-        warnings.warn(f"the cache file {path} {problem}; rebuilding it", stacklevel=2)
-    rows = build()
-    write_atomically(path, json.dumps(rows, ensure_ascii=False))
-    return rows
-
-
-# From chapters/01_reading_one_way.py, cell 12.
+# From chapters/01_reading_one_way.py, cell 13.
 @dataclass(frozen=True)
 class Article:
     """A document: its title and its paragraphs of plain prose."""
@@ -172,7 +100,7 @@ def _parse_paragraphs(wikitext: str) -> list[str]:
     return [p for p in paragraphs if len(p.split()) >= _MIN_PARAGRAPH_WORDS]
 
 
-# From chapters/01_reading_one_way.py, cell 14.
+# From chapters/01_reading_one_way.py, cell 15.
 WIKI_SAMPLE = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_NEWS = "test/test_data/lee_background.cor"
 GENSIM_INSTALL = "pip install gensim==4.4.0"
@@ -216,7 +144,7 @@ def lee_news() -> list[Article]:
             if line.strip()]
 
 
-# From chapters/01_reading_one_way.py, cell 16.
+# From chapters/01_reading_one_way.py, cell 17.
 # A pinned revision: the text a reader gets does not change under the book. `make
 # gpu-check` asks the hub whether it is still there.
 WIKITEXT_HUB = ("Salesforce/wikitext", "b08601e04326c79dfdd32d625aee71d232d685c3")
@@ -256,7 +184,7 @@ def articles_from_wikitext_lines(lines, max_articles: int | None = None) -> list
     return articles[:max_articles] if max_articles is not None else articles
 
 
-# From chapters/01_reading_one_way.py, cell 18.
+# From chapters/01_reading_one_way.py, cell 19.
 CORPORA = {"wikipedia": wikipedia_articles, "lee-news": lee_news, "wikitext-103": wikitext103}
 
 

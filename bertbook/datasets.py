@@ -18,12 +18,10 @@ from bertbook.corpora import (
     CLEANER_VERSION,
     GENSIM_INSTALL,
     WIKI_SAMPLE,
-    cache_dir,
-    cached_rows,
-    package_file,
     wiki_pages,
     wiki_paragraphs,
 )
+from bertbook.package_data import cache_dir, cached_rows, package_file
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, tag_names, words_in
 
 __all__ = [

