@@ -33,6 +33,7 @@ __all__ = [
     "check_cosine_lr_at",
     "check_decays",
     "check_masked_lm_loss",
+    "check_all_mask",
     "check_macro_f1",
     "check_stratified_sample",
     "check_best_answer_span",
@@ -413,6 +414,30 @@ def check_masked_lm_loss(masked_lm_loss: Callable[[Any, Any], Any]) -> None:
         Case(([[uniform, uniform]], [[-100, -100]]), 0.0,
              "nothing hidden: the loss is 0, not NaN (0 / 0); divide by at least 1"),
     ], name="masked_lm_loss")
+
+
+def check_all_mask(all_mask: Callable[[Any], Any]) -> None:
+    """Exercise 06.5: the same masking recipe with every chosen piece shown as [MASK]."""
+    from bertlib.masking import MaskingRecipe
+
+    def fields(recipe: MaskingRecipe) -> tuple:
+        got = all_mask(recipe)
+        if type(got) is not MaskingRecipe:
+            raise CheckFailed(f"all_mask returned {got!r}; expected a MaskingRecipe. Hint: "
+                              "dataclasses.replace(recipe, ...) copies one with fields changed")
+        return (float(got.probability), got.max_predictions, got.whole_word,
+                float(got.mask_share), float(got.random_share))
+
+    check_cases(fields, [
+        Case((MaskingRecipe(),), (0.15, 20, False, 1.0, 0.0),
+             "every chosen piece becomes [MASK]: mask_share 1 and random_share 0, so none is "
+             "replaced by a random piece or left as it was"),
+        Case((MaskingRecipe(probability=0.4, max_predictions=52, whole_word=True),),
+             (0.4, 52, True, 1.0, 0.0),
+             "change only what replaces a chosen piece; keep how many are chosen "
+             "(probability, max_predictions) and how (whole_word), so that the twin run "
+             "predicts the same pieces as the original"),
+    ], name="all_mask")
 
 
 # ---- chapter 07 -------------------------------------------------------------------

@@ -82,17 +82,18 @@ def book_documents(settings: dict) -> tuple[list[tuple[str, ...]], list[tuple[st
 def chapter_06_model(size: str) -> Path:
     """The model folder of chapter 06's run at this size, for chapters 07 and 08, which
     fine-tune it. A finished run is reused as it is. Without one (a chapter run on its own)
-    the copy of the run that chapter 06's saved outputs show is used where the book ships
+    a copy of chapter 06's run made with the current recipe is used where the book ships
     one (the `cpu` size), so a chapter alone stays within its time; elsewhere the model is
-    pretrained now, as chapter 06 pretrains it. The cell says which, and why."""
+    pretrained now, as chapter 06 pretrains it. The cell says which, and why. (A re-run of
+    chapter 06 may land near the copy's scores rather than on them.)"""
     finished = finished_run(f"ch06-{size}")
     if finished is not None:
         return finished
     shipped = shipped_run(f"ch06-{size}", run_for(SIZES[size]).description())
     if shipped is not None:
-        print(f"chapter 06 has not run at the {size} size here: using the copy of its run "
-              "that chapter 06's saved outputs show, shipped with the book (run chapter 06 "
-              "first to fine-tune a model you pretrained yourself)")
+        print(f"chapter 06 has not run at the {size} size here: using a copy of its run "
+              "with the current recipe, shipped with the book (run chapter 06 first to "
+              "fine-tune a model you pretrained yourself)")
         return shipped
     folder = run_folder(f"ch06-{size}")  # a run cut short: resumed where it is kept
     settings = SIZES[size]

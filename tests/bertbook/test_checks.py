@@ -1,5 +1,6 @@
 """The exercise checks: they pass right answers and explain wrong ones."""
 
+import dataclasses
 from collections import Counter
 
 import pytest
@@ -8,6 +9,7 @@ import torch
 from bertbook import checks
 from bertlib.config import BertConfig
 from bertlib.finetuning import BertForSequenceClassification
+from bertlib.masking import MaskingRecipe
 
 
 def test_a_stub_is_told_to_write_code():
@@ -194,3 +196,19 @@ def test_the_sentence_head_check_passes_bertlibs_own_head(capsys):
 def test_the_sentence_head_check_catches_the_classic_slips(wrong, message):
     with pytest.raises(checks.CheckFailed, match=message):
         checks.check_sentence_logits(wrong)
+
+
+def test_the_all_mask_check_passes_a_right_answer(capsys):
+    checks.check_all_mask(lambda recipe: dataclasses.replace(recipe, mask_share=1.0,
+                                                             random_share=0.0))
+    assert "all 2 checks passed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda recipe: recipe, "case 1: .* none is replaced"),
+    (lambda recipe: MaskingRecipe(mask_share=1.0, random_share=0.0), "case 2: .* keep how many"),
+    (lambda recipe: {"mask_share": 1.0, "random_share": 0.0}, "expected a MaskingRecipe"),
+], ids=["unchanged", "defaults", "not-a-recipe"])
+def test_the_all_mask_check_catches_a_changed_or_missing_recipe(wrong, message):
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.check_all_mask(wrong)

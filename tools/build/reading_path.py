@@ -52,11 +52,12 @@ BUDGET = ReadingPath(visible_lines=350, longest_cell=40, first_result_at=150,
 # issue 26, by transformers' standard keywords in every forward (issue 30), by the
 # exercises on the core that issue 26 asks for (6.4, the masked-LM loss; 7.4, the best span),
 # whose answer and check cells a reader sees, and by issue 25's fine-tuning of chapter 06's
-# model in chapter 07 (with exercise 7.5, the sentence head), chapter 08's attention
-# section and the recall questions that end every chapter (markdown, yet counted in the .py).
+# model in chapter 07 (with exercise 7.5, the sentence head), exercise 6.5 (all [MASK],
+# measured), chapter 08's attention section and the recall questions that end every
+# chapter (markdown, yet counted in the .py).
 NOT_YET: dict[str, dict[str, int]] = {
     "04_encoder": {"source_lines": 1251},
-    "06_pretraining": {"source_lines": 1746, "visible_lines": 360},
+    "06_pretraining": {"source_lines": 1836, "visible_lines": 377},
     "07_fine_tuning": {"source_lines": 1671, "visible_lines": 372},
     "08_what_pretraining_buys": {"source_lines": 1255},
     "10_one_device": {"source_lines": 1055},
