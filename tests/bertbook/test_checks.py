@@ -212,3 +212,9 @@ def test_the_all_mask_check_passes_a_right_answer(capsys):
 def test_the_all_mask_check_catches_a_changed_or_missing_recipe(wrong, message):
     with pytest.raises(checks.CheckFailed, match=message):
         checks.check_all_mask(wrong)
+
+
+def test_every_check_is_in_the_modules_public_names():
+    defined = {name for name, value in vars(checks).items()
+               if name.startswith("check_") and getattr(value, "__module__", "") == checks.__name__}
+    assert defined - set(checks.__all__) == set()
