@@ -60,7 +60,6 @@ NOT_YET: dict[str, dict[str, int]] = {
     "06_pretraining": {"source_lines": 1836, "visible_lines": 377},
     "07_fine_tuning": {"source_lines": 1671, "visible_lines": 372},
     "08_what_pretraining_buys": {"source_lines": 1255},
-    "10_one_device": {"source_lines": 1055},
 }
 
 
