@@ -8,10 +8,6 @@ Module and parameter names follow the original BERT checkpoints (as `transformer
 them), so real weights load without renaming.
 """
 
-import contextlib
-import os
-import secrets
-import shutil
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -21,9 +17,10 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from bertlib.attention import BertSelfAttention, key_padding_mask
-from bertlib.checkpoints import load_checkpoint, read_state_dict
+from bertlib.checkpoints import load_checkpoint, read_folder, write_folder
 from bertlib.config import BertConfig
-from bertlib.errors import CheckpointError, ConfigError, InputError
+from bertlib.errors import ConfigError
+from bertlib.input_checks import check_model_input
 
 __all__ = [
     "BertEmbeddings",
@@ -35,10 +32,11 @@ __all__ = [
     "BertModelOutput",
     "BertPreTrainedModel",
     "BertModel",
+    "parameter_count",
 ]
 
 
-# From chapters/04_encoder.py, cell 11.
+# From chapters/04_encoder.py, cell 10.
 class BertEmbeddings(nn.Module):
     """token + position + segment embeddings, then LayerNorm and dropout."""
 
@@ -68,7 +66,7 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(embedded))
 
 
-# From chapters/04_encoder.py, cell 16.
+# From chapters/04_encoder.py, cell 15.
 def activation(name: str):
     """BERT's activations by their config.json names ('gelu' is the exact erf form)."""
     return {"gelu": F.gelu, "relu": F.relu,
@@ -103,7 +101,7 @@ class BertAttention(nn.Module):
         return self.output(context, hidden), weights
 
 
-# From chapters/04_encoder.py, cell 17.
+# From chapters/04_encoder.py, cell 16.
 class BertIntermediate(nn.Module):
     """The feed-forward block's first half: widen to intermediate_size, apply GELU."""
 
@@ -143,7 +141,7 @@ class BertLayer(nn.Module):
         return self.output(self.intermediate(attended), attended), weights
 
 
-# From chapters/04_encoder.py, cell 19.
+# From chapters/04_encoder.py, cell 18.
 class BertEncoder(nn.Module):
     """The stack of layers. With gradient_checkpointing on, training keeps only each layer's
     input and recomputes the layer during backward: less memory for ~1/3 more compute
@@ -182,7 +180,7 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden[:, 0]))
 
 
-# From chapters/04_encoder.py, cell 20.
+# From chapters/04_encoder.py, cell 19.
 class ModelOutput:
     """What every model of the library returns: a dataclass whose fields are read by name
     (`out.logits`), by key (`out["logits"]`) or by position like transformers' outputs
@@ -226,7 +224,7 @@ def register_output(cls: type) -> type:
     return cls
 
 
-# From chapters/04_encoder.py, cell 21.
+# From chapters/04_encoder.py, cell 20.
 @register_output
 @dataclass
 class BertModelOutput(ModelOutput):
@@ -255,7 +253,7 @@ def init_bert_weights(module: nn.Module, std: float) -> None:
         nn.init.zeros_(module.bias)
 
 
-# From chapters/04_encoder.py, cell 22.
+# From chapters/04_encoder.py, cell 21.
 class BertPreTrainedModel(nn.Module):
     """What every BERT model shares: its config, the original initialisation, output
     embeddings tied to the input ones, and checkpoint folders in `transformers`' layout
@@ -294,49 +292,26 @@ class BertPreTrainedModel(nn.Module):
         if output is not None:
             output.weight = self.get_input_embeddings().weight
 
-    # From chapters/04_encoder.py, cell 36.
+    # From chapters/04_encoder.py, cell 33.
     @classmethod
     def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
         """Build this class from a checkpoint folder and load its weights (load_checkpoint says
         what may start fresh). Keywords change fields of the folder's config."""
-        with _folder_lock(Path(folder), exclusive=False):  # never half of a save in progress
-            state = read_state_dict(folder)  # first: it says what is wrong with the folder
-            config = BertConfig.from_json(folder)
+        state, config = read_folder(folder)
         model = cls(config.with_overrides(**config_overrides))
         load_checkpoint(model, state)
         return model.eval()
 
     def save_pretrained(self, folder: str | Path) -> Path:
         """Write config.json and model.safetensors, loadable by from_pretrained or transformers.
-
-        Weights tied to another parameter (the class's `tied_weights`) are written only once.
-        Both files are written in a staging folder and moved into place while the folder is
-        locked: a crash leaves the last save whole, and two processes saving into one folder
-        take turns instead of leaving one's config beside the other's weights.
-        """
-        from safetensors.torch import save_file
-
-        folder = _writable_folder(Path(folder))
-        staging = folder / f".saving-{os.getpid()}-{secrets.token_hex(4)}"
-        with _folder_lock(folder, exclusive=True):
-            staging.mkdir()
-            try:
-                self.config.to_json(staging / "config.json", architecture=type(self).__name__)
-                tied = self.tied_weights
-                tensors = {name: t.detach().contiguous().cpu()
-                           for name, t in self.state_dict().items() if name not in tied}
-                save_file(tensors, staging / "model.safetensors", metadata={"format": "pt"})
-                for name in ("model.safetensors", "config.json"):
-                    os.replace(staging / name, folder / name)
-            except OSError as error:
-                raise CheckpointError(f"could not save into {folder} ({error.strerror}); is the "
-                                      "disk full?") from None
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-        return folder
+        Weights tied to another parameter (the class's `tied_weights`) are written only once;
+        write_folder makes the save atomic and locked."""
+        tensors = {name: t.detach().contiguous().cpu()
+                   for name, t in self.state_dict().items() if name not in self.tied_weights}
+        return write_folder(folder, self.config, tensors, architecture=type(self).__name__)
 
 
-# From chapters/04_encoder.py, cell 24.
+# From chapters/04_encoder.py, cell 23.
 class BertModel(BertPreTrainedModel):
     """The BERT encoder: ids in, one contextual vector per token (and a pooled one) out."""
 
@@ -359,8 +334,8 @@ class BertModel(BertPreTrainedModel):
         token see only itself and the tokens before it: the left-to-right model of chapter
         08 (None: the config's is_decoder). The other keywords are transformers'.
         """
-        self._check_input(input_ids, attention_mask, token_type_ids, position_ids,
-                          inputs_embeds)
+        check_model_input(self.config, input_ids, attention_mask, token_type_ids,
+                          position_ids, inputs_embeds)
         hidden = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
         mask = self._attention_mask(attention_mask, hidden, causal)
         hidden, attentions, states = self.encoder(hidden, mask, output_attentions,
@@ -368,68 +343,7 @@ class BertModel(BertPreTrainedModel):
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return BertModelOutput(hidden, pooled, states, attentions).returned(return_dict)
 
-    # From chapters/04_encoder.py, cell 25.
-    def _check_input(self, input_ids, attention_mask, token_type_ids, position_ids,
-                     inputs_embeds=None) -> None:
-        config = self.config
-        if (input_ids is None) == (inputs_embeds is None):
-            raise InputError("give input_ids (token ids) or inputs_embeds (their vectors), one "
-                             "of the two; a tokenizer's batch gives input_ids: "
-                             "model(**tokenizer(texts))")
-        shape = self._check_tokens(input_ids, inputs_embeds)
-        if 0 in shape:
-            raise InputError(f"the batch is empty (shape {tuple(shape)}); a batch "
-                             "needs at least one text of at least one token")
-        if shape[1] > config.max_position_embeddings:
-            raise InputError(f"the input is {shape[1]} tokens long; this model has "
-                             f"{config.max_position_embeddings} positions. Truncate it "
-                             "(BertTokenizer(max_length=...)) or split the text")
-        on_cpu = (input_ids if input_ids is not None else inputs_embeds).device.type == "cpu"
-        if on_cpu and not torch.compiler.is_compiling():
-            self._check_values(input_ids, token_type_ids, position_ids)
-        if attention_mask is not None and attention_mask.shape not in (shape, (*shape, shape[1])):
-            raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}; it must "
-                             f"be {tuple(shape)} like input_ids (1 = token, "
-                             "0 = padding) or (batch, seq, seq) (which token sees which)")
-        for name, tensor in [("position_ids", position_ids), ("token_type_ids", token_type_ids)]:
-            if tensor is not None and tensor.shape != shape:
-                raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
-                                 f"{tuple(shape)}; they must match")
-
-    def _check_tokens(self, input_ids, inputs_embeds) -> torch.Size:
-        """The (batch, seq) shape of whichever of the two was given, once it is well formed."""
-        if inputs_embeds is not None:
-            width = self.config.hidden_size
-            if not isinstance(inputs_embeds, torch.Tensor) or inputs_embeds.dim() != 3 \
-                    or inputs_embeds.shape[-1] != width or not inputs_embeds.is_floating_point():
-                raise InputError(f"inputs_embeds must be a float tensor (batch, seq, {width}): "
-                                 "one vector of the model's width per token")
-            return inputs_embeds.shape[:2]
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-            raise InputError("input_ids must be a 2-D tensor (batch, seq) of token ids; "
-                             "a tokenizer's batch gives one: model(**tokenizer(texts))")
-        if input_ids.dtype not in (torch.int32, torch.int64):
-            raise InputError(f"input_ids must be torch.int64 (long) or torch.int32, not "
-                             f"{input_ids.dtype}; convert with input_ids.long()")
-        return input_ids.shape
-
-    def _check_values(self, input_ids: torch.Tensor | None, token_type_ids: torch.Tensor | None,
-                      position_ids: torch.Tensor | None) -> None:
-        vocab, types = self.config.vocab_size, self.config.type_vocab_size
-        positions = self.config.max_position_embeddings
-        if position_ids is not None and (position_ids.min() < 0
-                                         or position_ids.max() >= positions):
-            raise InputError(f"position_ids must lie in 0..{positions - 1} (this model's "
-                             f"positions); got {int(position_ids.min())}.."
-                             f"{int(position_ids.max())}")
-        if input_ids is not None and (input_ids.min() < 0 or input_ids.max() >= vocab):
-            raise InputError(f"token ids must lie in 0..{vocab - 1} (the vocab size); got "
-                             f"{int(input_ids.min())}..{int(input_ids.max())}. Was the text "
-                             "tokenized with this model's vocabulary?")
-        if token_type_ids is not None and (token_type_ids.min() < 0
-                                           or token_type_ids.max() >= types):
-            raise InputError(f"token_type_ids must lie in 0..{types - 1}")
-
+    # From chapters/04_encoder.py, cell 24.
     def _attention_mask(self, attention_mask, hidden: torch.Tensor, causal: bool | None):
         """The boolean mask attention reads (True = may attend), from the padding mask or a
         (batch, seq, seq) map, and under a causal model the tokens before each one."""
@@ -447,58 +361,11 @@ class BertModel(BertPreTrainedModel):
         return mask
 
 
-# From chapters/04_encoder.py, cell 25.
-# The checks at the model's edge (chapter 04's errors): cheap ones always, the value
-# ranges only on the CPU, where reading a tensor back costs no device sync.
-
-
-# From chapters/04_encoder.py, cell 36.
-try:
-    import fcntl  # POSIX: Linux, macOS, Colab
-except ImportError:  # Windows: saves are still atomic file by file, but not locked
-    fcntl = None
-
-
-@contextlib.contextmanager
-def _folder_lock(folder: Path, exclusive: bool):
-    """Hold the folder's .lock: one writer at a time, and readers wait for a writer. A
-    folder without one (a download, a read-only place) is read without a lock."""
-    lock = folder / ".lock"
-    if fcntl is None or not (exclusive or lock.is_file()):
-        yield
-        return
-    with open(lock, "a" if exclusive else "r") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _writable_folder(folder: Path) -> Path:
-    """The folder, created if need be, cleared of staging folders that dead saves left;
-    a file in the way or a place that cannot be written is a CheckpointError."""
-    if folder.exists() and not folder.is_dir():
-        raise CheckpointError(f"{folder} is a file; save_pretrained writes a folder there: "
-                              "give the path of a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise CheckpointError(f"cannot make the folder {folder} ({error.strerror}); choose "
-                              "a place you can write to") from None
-    if not os.access(folder, os.W_OK):
-        raise CheckpointError(f"cannot write in {folder}; choose a folder you can write to")
-    for left in folder.glob(".saving-*"):
-        if not _process_alive(int(left.name.split("-")[1])):
-            shutil.rmtree(left, ignore_errors=True)
-    return folder
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
+# From chapters/04_encoder.py, cell 28.
+def parameter_count(config: BertConfig, pooler: bool = True) -> int:
+    """BertModel's parameter count, from the configuration alone (no model built)."""
+    h, i = config.hidden_size, config.intermediate_size
+    embeddings = (config.vocab_size + config.max_position_embeddings
+                  + config.type_vocab_size) * h + 2 * h
+    per_layer = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 4 * h
+    return embeddings + config.num_hidden_layers * per_layer + (h * h + h if pooler else 0)

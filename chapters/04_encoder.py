@@ -72,147 +72,9 @@ print(budget_report([], DEVICE))
 # with the field names that `transformers` uses in `config.json`, so a real checkpoint's
 # configuration reads straight in. The presets are the paper's two models and Google's
 # compact ones (Turc et al., 2019: tiny, mini, small, medium), with 64-dimensional heads
-# and a feed-forward layer 4× wider than the hidden size.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/config.py
-#| internal ACTIVATIONS
-"""BertConfig: the numbers that make one BERT differ from another, as in config.json."""
-
-import json
-from dataclasses import asdict, dataclass, fields, replace
-from pathlib import Path
-
-from bertlib.errors import ConfigError
-
-ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
-
-
-@dataclass
-class BertConfig:
-    vocab_size: int = 30522
-    hidden_size: int = 768
-    num_hidden_layers: int = 12
-    num_attention_heads: int = 12
-    intermediate_size: int = 3072
-    hidden_act: str = "gelu"
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    initializer_range: float = 0.02
-    layer_norm_eps: float = 1e-12
-    pad_token_id: int = 0
-    is_decoder: bool = False  # True: every token sees only the tokens before it
-    num_labels: int | None = None  # a task head's outputs (default 2, or len(id2label))
-    id2label: dict[int, str] | None = None  # their names, as transformers saves them
-
-    def __post_init__(self) -> None:
-        if self.num_labels is None:
-            self.num_labels = len(self.id2label) if self.id2label else 2
-        if self.id2label is None:
-            self.id2label = {i: f"LABEL_{i}" for i in range(self.num_labels)}
-        self.id2label = {int(i): str(name) for i, name in self.id2label.items()}
-        if sorted(self.id2label) != list(range(self.num_labels)):
-            raise ConfigError(f"id2label must name the labels 0..{self.num_labels - 1} "
-                              f"(num_labels={self.num_labels}); got keys {sorted(self.id2label)}")
-        sizes = ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                 "intermediate_size", "max_position_embeddings", "type_vocab_size",
-                 "num_labels"]
-        for name in sizes:
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be a positive integer, not "
-                                  f"{getattr(self, name)!r}")
-        if self.hidden_size % self.num_attention_heads:
-            raise ConfigError(f"hidden_size {self.hidden_size} must be divisible by "
-                              f"num_attention_heads {self.num_attention_heads}")
-        if self.hidden_act not in ACTIVATIONS:
-            raise ConfigError(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 <= value < 1):
-                raise ConfigError(f"{name} must lie in [0, 1), the share of values dropped "
-                                  f"in training, not {value!r}")
-        eps = self.layer_norm_eps
-        if not (isinstance(eps, (int, float)) and 0 < eps < 1):
-            raise ConfigError(f"layer_norm_eps must be a small positive number (BERT's is "
-                              f"1e-12), not {eps!r}: it keeps LayerNorm from dividing by zero")
-        names = list(self.id2label.values())
-        if len(set(names)) < len(names):
-            twice = sorted({name for name in names if names.count(name) > 1})
-            raise ConfigError(f"id2label names two labels alike ({', '.join(twice)}); give "
-                              "each label its own name, or predictions cannot be told apart")
-
-    def with_overrides(self, **overrides) -> "BertConfig":
-        """A copy with some fields changed, re-validated. An unknown name is refused with
-        the valid ones; num_labels alone resets id2label to generic names."""
-        known = {f.name for f in fields(self)}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ConfigError(f"BertConfig has no field {', '.join(map(repr, unknown))}; "
-                              f"the fields are: {', '.join(sorted(known))}")
-        if "id2label" in overrides and "num_labels" not in overrides:
-            overrides["num_labels"] = None  # follows the new names
-        elif "num_labels" in overrides and "id2label" not in overrides:
-            overrides["id2label"] = None  # generic names for the new count
-        return replace(self, **overrides)
-
-    def get_text_config(self, **_) -> "BertConfig":
-        """transformers' Trainer asks a model for its text part's config: all of it here."""
-        return self
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> "BertConfig":
-        """Read a transformers config.json (a folder or the file); unknown keys are ignored."""
-        path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
-        if not path.is_file():
-            raise ConfigError(f"no config.json at {path}")
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ConfigError(f"{path} is not a JSON config ({error}); is it the config.json "
-                              "that was saved with the model?") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path} holds a JSON {type(raw).__name__}, not a config object")
-        if raw.get("model_type", "bert") != "bert":
-            raise ConfigError(f"{path} describes a {raw['model_type']!r} model, not BERT")
-        if raw.get("position_embedding_type", "absolute") != "absolute":
-            raise ConfigError("only absolute (learned) position embeddings are supported")
-        if "id2label" in raw:  # transformers keeps num_labels only as len(id2label)
-            raw["num_labels"] = len(raw["id2label"])
-        known = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in raw.items() if key in known})
-
-    def to_json(self, path: str | Path, architecture: str = "BertModel") -> Path:
-        """Write config.json as transformers expects it: model_type and architecture, and
-        the label names both ways (id2label, label2id) instead of num_labels."""
-        path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
-        payload = {"model_type": "bert", "architectures": [architecture], **asdict(self)}
-        del payload["num_labels"]
-        payload["id2label"] = {str(i): name for i, name in self.id2label.items()}
-        payload["label2id"] = {name: i for i, name in self.id2label.items()}
-        path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        return path
-
-    @classmethod
-    def preset(cls, name: str, **overrides) -> "BertConfig":
-        """A named size: bert-tiny/-mini/-small/-medium (Turc et al., 2019), -base, -large."""
-        if name not in PRESETS:
-            raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-        layers, hidden = PRESETS[name]
-        return cls(num_hidden_layers=layers, hidden_size=hidden,
-                   num_attention_heads=hidden // 64, intermediate_size=4 * hidden, **overrides)
-
-
-PRESETS = {  # name: (layers, hidden size)
-    "bert-tiny": (2, 128),
-    "bert-mini": (4, 256),
-    "bert-small": (4, 512),
-    "bert-medium": (8, 512),
-    "bert-base": (12, 768),
-    "bert-large": (24, 1024),
-}
-
+# and a feed-forward layer 4× wider than the hidden size. Reading and writing `config.json`
+# and checking each value is plumbing, so `BertConfig` is written by hand in
+# `bertlib/config.py`; we import it and look at one.
 
 # %%
 from bertlib.config import BertConfig
@@ -254,7 +116,8 @@ from torch.utils.checkpoint import checkpoint
 
 from bertlib.attention import BertSelfAttention, key_padding_mask
 from bertlib.config import BertConfig
-from bertlib.errors import ConfigError, InputError
+from bertlib.errors import ConfigError
+from bertlib.input_checks import check_model_input
 
 
 # %%
@@ -605,8 +468,8 @@ class BertModel(BertPreTrainedModel):
         token see only itself and the tokens before it: the left-to-right model of chapter
         08 (None: the config's is_decoder). The other keywords are transformers'.
         """
-        self._check_input(input_ids, attention_mask, token_type_ids, position_ids,
-                          inputs_embeds)
+        check_model_input(self.config, input_ids, attention_mask, token_type_ids,
+                          position_ids, inputs_embeds)
         hidden = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds)
         mask = self._attention_mask(attention_mask, hidden, causal)
         hidden, attentions, states = self.encoder(hidden, mask, output_attentions,
@@ -617,70 +480,6 @@ class BertModel(BertPreTrainedModel):
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/model.py
-# The checks at the model's edge (chapter 04's errors): cheap ones always, the value
-# ranges only on the CPU, where reading a tensor back costs no device sync.
-def _check_input(self, input_ids, attention_mask, token_type_ids, position_ids,
-                 inputs_embeds=None) -> None:
-    config = self.config
-    if (input_ids is None) == (inputs_embeds is None):
-        raise InputError("give input_ids (token ids) or inputs_embeds (their vectors), one "
-                         "of the two; a tokenizer's batch gives input_ids: "
-                         "model(**tokenizer(texts))")
-    shape = self._check_tokens(input_ids, inputs_embeds)
-    if 0 in shape:
-        raise InputError(f"the batch is empty (shape {tuple(shape)}); a batch "
-                         "needs at least one text of at least one token")
-    if shape[1] > config.max_position_embeddings:
-        raise InputError(f"the input is {shape[1]} tokens long; this model has "
-                         f"{config.max_position_embeddings} positions. Truncate it "
-                         "(BertTokenizer(max_length=...)) or split the text")
-    on_cpu = (input_ids if input_ids is not None else inputs_embeds).device.type == "cpu"
-    if on_cpu and not torch.compiler.is_compiling():
-        self._check_values(input_ids, token_type_ids, position_ids)
-    if attention_mask is not None and attention_mask.shape not in (shape, (*shape, shape[1])):
-        raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}; it must "
-                         f"be {tuple(shape)} like input_ids (1 = token, "
-                         "0 = padding) or (batch, seq, seq) (which token sees which)")
-    for name, tensor in [("position_ids", position_ids), ("token_type_ids", token_type_ids)]:
-        if tensor is not None and tensor.shape != shape:
-            raise InputError(f"{name} has shape {tuple(tensor.shape)} but input_ids has "
-                             f"{tuple(shape)}; they must match")
-
-def _check_tokens(self, input_ids, inputs_embeds) -> torch.Size:
-    """The (batch, seq) shape of whichever of the two was given, once it is well formed."""
-    if inputs_embeds is not None:
-        width = self.config.hidden_size
-        if not isinstance(inputs_embeds, torch.Tensor) or inputs_embeds.dim() != 3 \
-                or inputs_embeds.shape[-1] != width or not inputs_embeds.is_floating_point():
-            raise InputError(f"inputs_embeds must be a float tensor (batch, seq, {width}): "
-                             "one vector of the model's width per token")
-        return inputs_embeds.shape[:2]
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-        raise InputError("input_ids must be a 2-D tensor (batch, seq) of token ids; "
-                         "a tokenizer's batch gives one: model(**tokenizer(texts))")
-    if input_ids.dtype not in (torch.int32, torch.int64):
-        raise InputError(f"input_ids must be torch.int64 (long) or torch.int32, not "
-                         f"{input_ids.dtype}; convert with input_ids.long()")
-    return input_ids.shape
-
-def _check_values(self, input_ids: torch.Tensor | None, token_type_ids: torch.Tensor | None,
-                  position_ids: torch.Tensor | None) -> None:
-    vocab, types = self.config.vocab_size, self.config.type_vocab_size
-    positions = self.config.max_position_embeddings
-    if position_ids is not None and (position_ids.min() < 0
-                                     or position_ids.max() >= positions):
-        raise InputError(f"position_ids must lie in 0..{positions - 1} (this model's "
-                         f"positions); got {int(position_ids.min())}.."
-                         f"{int(position_ids.max())}")
-    if input_ids is not None and (input_ids.min() < 0 or input_ids.max() >= vocab):
-        raise InputError(f"token ids must lie in 0..{vocab - 1} (the vocab size); got "
-                         f"{int(input_ids.min())}..{int(input_ids.max())}. Was the text "
-                         "tokenized with this model's vocabulary?")
-    if token_type_ids is not None and (token_type_ids.min() < 0
-                                       or token_type_ids.max() >= types):
-        raise InputError(f"token_type_ids must lie in 0..{types - 1}")
-
-
 def _attention_mask(self, attention_mask, hidden: torch.Tensor, causal: bool | None):
     """The boolean mask attention reads (True = may attend), from the padding mask or a
     (batch, seq, seq) map, and under a causal model the tokens before each one."""
@@ -698,8 +497,7 @@ def _attention_mask(self, attention_mask, hidden: torch.Tensor, causal: bool | N
     return mask
 
 
-BertModel._check_input, BertModel._check_tokens = _check_input, _check_tokens
-BertModel._check_values, BertModel._attention_mask = _check_values, _attention_mask
+BertModel._attention_mask = _attention_mask
 
 
 # %% [markdown]
@@ -728,7 +526,7 @@ print(tuple(out.last_hidden_state.shape), tuple(out.pooler_output.shape))
 # * pooler: H² + H
 
 # %%
-#| export bertlib/config.py
+#| export bertlib/model.py
 def parameter_count(config: BertConfig, pooler: bool = True) -> int:
     """BertModel's parameter count, from the configuration alone (no model built)."""
     h, i = config.hidden_size, config.intermediate_size
@@ -743,7 +541,8 @@ def parameter_count(config: BertConfig, pooler: bool = True) -> int:
 # shapes without allocating memory, so even BERT-large costs nothing to build here.
 
 # %% tags=["nbval-check-output"]
-from bertlib.config import PRESETS, parameter_count
+from bertlib.config import PRESETS
+from bertlib.model import parameter_count
 
 counts = {}
 for name in PRESETS:
@@ -771,156 +570,24 @@ print(f"the token embedding table alone is {embedding_share:.0%} of BERT-base")
 # `embeddings.position_ids` are not parameters and are skipped; head weights (`cls.…`) are
 # not part of the encoder and are reported as unused. A missing key or a wrong shape stops
 # the load with the full list — never a half-loaded model.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/checkpoints.py
-#| internal SKIPPED_KEYS ENCODER_PARTS
-"""Checkpoint folders in `transformers`' layout: reading their tensors, matching their names
-to a model's, and (chapter 09) converting the hub's older checkpoints."""
-
-from pathlib import Path
-
-import torch
-from torch import nn
-
-from bertlib.errors import CheckpointError
-
-# Not weights: constant buffers, and transformers' second name for cls.predictions.bias.
-SKIPPED_KEYS = ("embeddings.position_ids", "embeddings.token_type_ids",
-                "cls.predictions.decoder.bias")
-ENCODER_PARTS = ("embeddings.", "encoder.")  # what every checkpoint of an encoder must hold
-
-
-def checkpoint_folder(folder: str | Path) -> Path:
-    """The folder itself, or a CheckpointError saying what was given instead."""
-    folder = Path(folder)
-    if folder.is_file():
-        raise CheckpointError(f"{folder} is a file; give the folder that holds config.json "
-                              "and model.safetensors (the one save_pretrained wrote)")
-    if not folder.is_dir():
-        raise CheckpointError(f"there is no folder {folder}; give the folder that "
-                              "save_pretrained wrote (config.json, model.safetensors)")
-    return folder
-
-
-def read_state_dict(folder: str | Path) -> dict[str, torch.Tensor]:
-    """The tensors of a checkpoint folder: model.safetensors, else pytorch_model.bin. A
-    file that cannot be read, or that holds NaN or infinite weights, is a CheckpointError
-    naming it: a damaged download, to fetch again."""
-    folder = checkpoint_folder(folder)
-    safetensors_file, pickle_file = folder / "model.safetensors", folder / "pytorch_model.bin"
-    if safetensors_file.is_file():
-        from safetensors.torch import load_file
-
-        source, load = safetensors_file, load_file
-    elif pickle_file.is_file():  # weights_only: a pickle that would run code is refused
-        source, load = pickle_file, lambda path: torch.load(path, map_location="cpu",
-                                                            weights_only=True)
-    else:
-        raise CheckpointError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
-    state = _read(source, load)
-    broken = [key for key, t in state.items() if t.is_floating_point() and not t.isfinite().all()]
-    if broken:
-        raise CheckpointError(f"{source} holds NaN or infinite values in {len(broken)} tensors "
-                              f"(first: {broken[0]}); the file is damaged: save or download it "
-                              "again")
-    return state
-
-
-def _read(path: Path, load) -> dict[str, torch.Tensor]:
-    """load(path), with any failure turned into one message that names the file. torch's
-    own message is not passed on: it suggests weights_only=False, which lets a pickle run
-    code; a file that needs that is not a checkpoint to trust."""
-    try:
-        state = load(path)
-    except Exception as error:  # safetensors, pickle and zip each raise their own kinds
-        reason = (f": {str(error).splitlines()[0][:100]}" if path.suffix == ".safetensors"
-                  else ", or it holds more than tensors")
-        raise CheckpointError(f"{path} cannot be read ({type(error).__name__}{reason}); the "
-                              "file is truncated or damaged: save or download it again") from None
-    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
-        raise CheckpointError(f"{path} does not hold a dict of tensors")
-    return state
-
-
-def _model_key(key: str, expected: dict, prefix: str, has_encoder: bool) -> str | None:
-    """The model's name for a checkpoint key: `bert.` added for a model with heads, removed
-    for a bare encoder, so either kind of checkpoint loads into either kind of model."""
-    for candidate in (key, prefix + key if has_encoder else key.removeprefix(prefix)):
-        if candidate in expected:
-            return candidate
-    return None
-
-
-def _is_encoder_key(key: str, prefix: str) -> bool:
-    return key.removeprefix(prefix).startswith(ENCODER_PARTS)
-
-
-def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Load a checkpoint's tensors into a model, or raise one CheckpointError listing every
-    problem: an encoder weight missing, a shape that differs, or an encoder weight that the
-    model has no place for (a checkpoint with more layers than config.json says).
-
-    Weights the model adds on top of the checkpoint (a task head; the pooler, if the
-    checkpoint was pretrained without next-sentence prediction) start fresh and are listed
-    in `model.new_weights`; checkpoint weights that belong to another head are listed in
-    `model.unused_checkpoint_keys`. Never a half-loaded model without a word.
-    """
-    expected = model.state_dict()
-    prefix = model.base_model_prefix + "."
-    has_encoder = hasattr(model, model.base_model_prefix)
-    matched, unused = {}, []
-    for key, tensor in state.items():
-        if key.removeprefix(prefix) in SKIPPED_KEYS or key in model.tied_weights:
-            continue
-        name = _model_key(key, expected, prefix, has_encoder)
-        if name is None:
-            unused.append(key)
-        else:
-            matched[name] = tensor
-    fresh = [name for name in expected if name not in matched and name not in model.tied_weights]
-    problems = [f"  missing: {name}" for name in fresh if _is_encoder_key(name, prefix)]
-    problems += [f"  wrong shape: {name}: checkpoint {tuple(t.shape)}, model "
-                 f"{tuple(expected[name].shape)}"
-                 for name, t in matched.items() if t.shape != expected[name].shape]
-    problems += [f"  not in this model: {key}" for key in unused if _is_encoder_key(key, prefix)]
-    if problems:
-        raise CheckpointError("the checkpoint does not fit this model.\n" + "\n".join(problems)
-                              + "\nIs config.json the one saved with these weights?")
-    model.load_state_dict(matched, strict=False)
-    model.new_weights, model.unused_checkpoint_keys = fresh, unused
-
-
-# %% [markdown]
-# `from_pretrained` and `save_pretrained` go on `BertPreTrainedModel`, so that every model in
-# the library — this encoder, and the models with heads of later chapters — loads and saves
-# the same way, with one meaning: build the class from the folder's `config.json` (a keyword
-# changes a config field: `hidden_dropout_prob=0.0`, `num_labels=5`), load what the folder
-# holds, start the rest fresh, and return the model in eval mode. Saving writes
-# `config.json` and `model.safetensors`, a folder that `transformers` itself loads.
+#
+# `from_pretrained` and `save_pretrained` go on `BertPreTrainedModel`, so every model in the
+# library (this encoder, and the models with heads of later chapters) loads and saves the
+# same way: build the class from the folder's `config.json` (a keyword changes a field:
+# `num_labels=5`), load what the folder holds, start the rest fresh, return the model in eval
+# mode. Saving writes `config.json` and `model.safetensors`, a folder `transformers` loads.
+# The file handling (reading either format, matching names, an atomic, locked save) is in
+# `bertlib/checkpoints.py`; the collapsed cell shows the two methods that call it.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/model.py
-import contextlib
-import os
-import secrets
-import shutil
-
-from bertlib.checkpoints import load_checkpoint, read_state_dict
-from bertlib.errors import CheckpointError
-
-try:
-    import fcntl  # POSIX: Linux, macOS, Colab
-except ImportError:  # Windows: saves are still atomic file by file, but not locked
-    fcntl = None
+from bertlib.checkpoints import load_checkpoint, read_folder, write_folder
 
 
 def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
     """Build this class from a checkpoint folder and load its weights (load_checkpoint says
     what may start fresh). Keywords change fields of the folder's config."""
-    with _folder_lock(Path(folder), exclusive=False):  # never half of a save in progress
-        state = read_state_dict(folder)  # first: it says what is wrong with the folder
-        config = BertConfig.from_json(folder)
+    state, config = read_folder(folder)
     model = cls(config.with_overrides(**config_overrides))
     load_checkpoint(model, state)
     return model.eval()
@@ -928,77 +595,11 @@ def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrai
 
 def save_pretrained(self, folder: str | Path) -> Path:
     """Write config.json and model.safetensors, loadable by from_pretrained or transformers.
-
-    Weights tied to another parameter (the class's `tied_weights`) are written only once.
-    Both files are written in a staging folder and moved into place while the folder is
-    locked: a crash leaves the last save whole, and two processes saving into one folder
-    take turns instead of leaving one's config beside the other's weights.
-    """
-    from safetensors.torch import save_file
-
-    folder = _writable_folder(Path(folder))
-    staging = folder / f".saving-{os.getpid()}-{secrets.token_hex(4)}"
-    with _folder_lock(folder, exclusive=True):
-        staging.mkdir()
-        try:
-            self.config.to_json(staging / "config.json", architecture=type(self).__name__)
-            tied = self.tied_weights
-            tensors = {name: t.detach().contiguous().cpu()
-                       for name, t in self.state_dict().items() if name not in tied}
-            save_file(tensors, staging / "model.safetensors", metadata={"format": "pt"})
-            for name in ("model.safetensors", "config.json"):
-                os.replace(staging / name, folder / name)
-        except OSError as error:
-            raise CheckpointError(f"could not save into {folder} ({error.strerror}); is the "
-                                  "disk full?") from None
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return folder
-
-
-@contextlib.contextmanager
-def _folder_lock(folder: Path, exclusive: bool):
-    """Hold the folder's .lock: one writer at a time, and readers wait for a writer. A
-    folder without one (a download, a read-only place) is read without a lock."""
-    lock = folder / ".lock"
-    if fcntl is None or not (exclusive or lock.is_file()):
-        yield
-        return
-    with open(lock, "a" if exclusive else "r") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _writable_folder(folder: Path) -> Path:
-    """The folder, created if need be, cleared of staging folders that dead saves left;
-    a file in the way or a place that cannot be written is a CheckpointError."""
-    if folder.exists() and not folder.is_dir():
-        raise CheckpointError(f"{folder} is a file; save_pretrained writes a folder there: "
-                              "give the path of a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise CheckpointError(f"cannot make the folder {folder} ({error.strerror}); choose "
-                              "a place you can write to") from None
-    if not os.access(folder, os.W_OK):
-        raise CheckpointError(f"cannot write in {folder}; choose a folder you can write to")
-    for left in folder.glob(".saving-*"):
-        if not _process_alive(int(left.name.split("-")[1])):
-            shutil.rmtree(left, ignore_errors=True)
-    return folder
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
+    Weights tied to another parameter (the class's `tied_weights`) are written only once;
+    write_folder makes the save atomic and locked."""
+    tensors = {name: t.detach().contiguous().cpu()
+               for name, t in self.state_dict().items() if name not in self.tied_weights}
+    return write_folder(folder, self.config, tensors, architecture=type(self).__name__)
 
 
 BertPreTrainedModel.from_pretrained = classmethod(from_pretrained)
@@ -1135,12 +736,13 @@ except Exception as error:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.config`: `BertConfig` (transformers' field names, `from_json`/`to_json`,
-#   presets from bert-tiny to bert-large) and `parameter_count`.
+# * `bertlib.config` (written by hand): `BertConfig` (transformers' field names,
+#   `from_json`/`to_json`, presets from bert-tiny to bert-large); `bertlib.checkpoints`
+#   (written by hand): reading, matching and saving checkpoint folders.
 # * `bertlib.model`: `BertEmbeddings`, the post-LN `BertLayer` (attention block and GELU
 #   feed-forward block, residuals, LayerNorm), `BertEncoder`, `BertPooler` and `BertModel`,
 #   with `from_pretrained` (safetensors or `.bin` with `weights_only=True`, with or without
-#   the `bert.` prefix, clear errors) and `save_pretrained`.
+#   the `bert.` prefix, clear errors) and `save_pretrained`, and `parameter_count`.
 # * Measured: BERT-base has 109,482,240 parameters and BERT-large 335M; real MiniLM weights
 #   and a random BERT-base give the same outputs as `transformers` within 1e-5.
 #
