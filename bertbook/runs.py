@@ -19,7 +19,7 @@ from importlib.resources import files
 from pathlib import Path
 
 __all__ = ["RUNS_VARIABLE", "CACHE_VARIABLE", "DRIVE_FOLDER", "runs_root", "run_folder",
-           "has_checkpoint", "finished_run", "shipped_run", "use_drive"]
+           "has_checkpoint", "finished_run", "shipped_run", "shipped_results", "use_drive"]
 
 RUNS_VARIABLE = "BERT_BOOK_RUNS"
 CACHE_VARIABLE = "BERTLIB_CACHE"  # bertbook.corpora keeps derived text there
@@ -72,6 +72,13 @@ def use_drive(wanted: bool = True, folder: str = DRIVE_FOLDER) -> Path | None:
         os.environ[variable] = str(root / sub)
     print(f"runs and the text cache are kept on Drive, in {root}; a run found there resumes")
     return root
+
+
+def shipped_results(name: str) -> dict:
+    """The results a benchmark script measured and the book ships (bertbook/resources/
+    <name>.json): what a chapter shows when the measurement takes longer than the chapter."""
+    return json.loads(files("bertbook").joinpath("resources", f"{name}.json")
+                      .read_text(encoding="utf-8"))
 
 
 def shipped_run(name: str, recipe: dict) -> Path | None:

@@ -99,43 +99,13 @@ chapter_started = time.perf_counter()
 # share is an upper bound.
 
 # %% jupyter={"source_hidden": true} tags=["hide-input"]
-from bertbook.budget import budget_report, fine_tuning_work
+from bertbook.budget import budget_report
 from bertbook.datasets import minilm_dir
+from bertbook.gpu_budgets import fine_tuning_chapter_work
 from bertbook.runs import use_drive
 from bertlib.config import BertConfig
 
-
-def gpu_work(size: dict) -> list:
-    """The size's training runs: the fine-tuning runs of the sections below, each on at
-    most its size's number of examples."""
-    minilm = BertConfig.from_json(minilm_dir())
-    length, sentiment, other = size["max_length"], size["sentiment_train"], size["other_train"]
-
-    def seen(examples: int) -> float:  # fine_tune's steps: at least min_steps of batch 32
-        return max(size["min_steps"] * 32, size["epochs"] * examples)
-
-    # Counted in examples of `length` pieces: a tagging or QA example of 2 x length counts
-    # twice, a SQuAD one (3 x length) three times.
-    return [
-        fine_tuning_work("MiniLM on the five tasks", minilm,
-                         seen(sentiment) + 2 * seen(other) + 4 * seen(other), length),
-        fine_tuning_work("Colab only: SST-2, MRPC, CoNLL-2003, SQuAD", minilm,
-                         6 * seen(size["benchmark_train"]), length),
-        fine_tuning_work("few labels: chapter 06's model and scratch (bert-small)",
-                         BertConfig.preset("bert-small"),
-                         2 * 2 * few_labels_runs(size, size["own_rates"]), length),
-        fine_tuning_work("few labels: MiniLM", minilm,
-                         2 * few_labels_runs(size, size["minilm_rates"]), length),
-    ]
-
-
-def few_labels_runs(size: dict, rates: tuple) -> float:
-    """Examples one start reads on one task in the few-labels comparison: a dev run per
-    rate, then draws x seeds test runs, each 10 epochs of per_class x 2 labels."""
-    return (len(rates) + size["draws"] * size["seeds"]) * 10 * size["per_class"] * 2
-
-
-GPU_WORK = gpu_work(SIZES["gpu"])
+GPU_WORK = fine_tuning_chapter_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
 
 # %% [markdown]

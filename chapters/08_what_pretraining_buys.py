@@ -102,44 +102,12 @@ chapter_started = time.perf_counter()
 # padded to the full length, so its share is an upper bound.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from bertbook.budget import budget_report, fine_tuning_work, pretraining_work
+from bertbook.budget import budget_report
 from bertbook.datasets import minilm_dir
+from bertbook.gpu_budgets import what_pretraining_buys_work
 from bertlib.config import BertConfig
 
-BBC_TOPIC_COUNT = 5
-
-
-def gpu_work(size: dict) -> list:
-    """The size's training runs: two pretrainings, then every fine-tuning run below."""
-    small = BertConfig.preset(size["mlm"]["model"], vocab_size=size["mlm"]["vocab"])
-    minilm = BertConfig.from_json(minilm_dir())
-    length = size["max_length"]
-
-    def seen(examples: int) -> float:  # fine_tune's steps: at least min_steps of batch 16
-        return max(size["min_steps"] * 16, size["epochs"] * examples)
-
-    def comparison(rates: int) -> float:  # every label count: the rate grid, then the draws;
-        runs = rates + size["draws"] * size["seeds"]  # the curve's other counts: one rate
-        extra = [n for n in size["curve"] if n not in size["per_class"]]
-        return (sum(runs * seen(BBC_TOPIC_COUNT * n) for n in size["per_class"])
-                + sum((1 + size["draws"] * size["seeds"]) * seen(BBC_TOPIC_COUNT * n)
-                      for n in extra))
-
-    return [
-        pretraining_work(size["mlm"], "pretraining, masked LM",
-                         predicted_share=size["mlm"]["mask_rate"]),
-        pretraining_work(size["ltr"], "pretraining, left-to-right", predicted_share=1.0),
-        fine_tuning_work("topics: scratch, masked LM, left-to-right, chapter 06's", small,
-                         4 * comparison(len(size["rates"])), length),
-        fine_tuning_work("topics: MiniLM", minilm, comparison(len(size["minilm_rates"])),
-                         length),
-        fine_tuning_work("headline pairs: two objectives at two budgets", small,
-                         4 * (len(size["pair_rates"]) + size["seeds"])
-                         * size["pair_epochs"] * size["pair_examples"], length),
-    ]
-
-
-GPU_WORK = gpu_work(SIZES["gpu"])
+GPU_WORK = what_pretraining_buys_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
 
 # %% [markdown]
@@ -267,17 +235,9 @@ MODEL_FOR_OBJECTIVE["left-to-right"] = BertLMHeadModel
 # %% [markdown]
 # When has a run left the plateau? A yardstick of the book's own: the first evaluated step
 # whose held-out loss lies a whole nat under the unigram line, where context divides the
-# uncertainty about a hidden piece by e beyond what its frequency alone tells.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/comparison.py
-def steps_to_leave_plateau(result, nats_below_unigram: float = 1.0) -> int | None:
-    """The first evaluated step of a pretraining result whose held-out loss lies
-    nats_below_unigram under its unigram cross-entropy. None: the run never got there."""
-    line = result.baselines["unigram_cross_entropy"] - nats_below_unigram
-    return next((point["step"] for point in result.curve if point["loss"] <= line), None)
-
-# %% [markdown]
+# uncertainty about a hidden piece by e beyond what its frequency alone tells
+# (`bertbook.comparison.steps_to_leave_plateau`).
+#
 # The data: every BBC article, split by a stable hash of its name (chapter 07's
 # `split_of`). Pretraining reads the headlines and paragraphs of the training articles;
 # the held-out curve is scored on the dev articles; the test articles are read by nothing
@@ -391,36 +351,13 @@ plt.show()
 # 2 cores, run alone).
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-import json
-from importlib.resources import files
+from bertbook.attention_structure import attention_structure_summary, plot_attention_structure
+from bertbook.runs import shipped_results
 
-structure = json.loads(files("bertbook").joinpath("resources/attention_structure.json")
-                       .read_text(encoding="utf-8"))
+structure = shipped_results("attention_structure")
 print(f"measured by: {structure['command']}")
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
-for run, style in zip(structure["runs"], ["-", "--"]):
-    trained = run["points"][1:]  # step 0 (random weights) has no held-out loss
-    axes[0].plot([p["step"] for p in trained],
-                 [p["loss"] - run["unigram_cross_entropy"] for p in trained],
-                 style, marker=".", label=run["run"])
-    for layer in range(len(run["points"][0]["layers"])):
-        for ax, measure in zip(axes[1:], ["entropy", "previous"]):
-            ax.plot([p["step"] for p in run["points"]],
-                    [p["layers"][layer][measure] for p in run["points"]],
-                    style, marker=".", label=f"{run['run']}, layer {layer}")
-axes[0].axhline(0, color="gray", linestyle=":", label="unigram guess")
-for ax, label in zip(axes, ["held-out loss - unigram (nats)", "attention entropy / even",
-                            "attention on the piece before"]):
-    ax.set(xlabel="pretraining step", ylabel=label)
-    ax.legend(fontsize=7)
-plt.tight_layout()
-plt.show()
-for run in structure["runs"]:
-    first, last = run["points"][0], run["points"][-1]
-    print(f"{run['run']:14} step 0 -> {last['step']}: " + "; ".join(
-        f"layer {i} entropy {a['entropy']:.2f} -> {b['entropy']:.2f}, piece before "
-        f"{a['previous']:.2f} -> {b['previous']:.2f}"
-        for i, (a, b) in enumerate(zip(first["layers"], last["layers"]))))
+plot_attention_structure(structure)
+print("\n".join(attention_structure_summary(structure)))
 
 # %% [markdown]
 # On these runs the drop in loss comes with structure, and the plateau without it. The
@@ -462,8 +399,7 @@ for run in structure["runs"]:
 # on 2 cores, run alone).
 
 # %%
-levers = json.loads(files("bertbook").joinpath("resources/plateau_levers.json")
-                    .read_text(encoding="utf-8"))
+levers = shipped_results("plateau_levers")
 print(f"measured by: {levers['command']}\n")
 print(f"{'lever':32} {'left the plateau at step':>24} {'final accuracy':>15} "
       f"{'loss - unigram':>15}")
@@ -525,209 +461,11 @@ claim(not any(lever["steps_to_leave_plateau"] for lever in masked),
 # baseline (naive Bayes on the words, no encoder), which says how far the words alone
 # go; and a **frozen probe** (nearest centroid on the encoder's averaged vectors, nothing
 # trained), which says what the pretrained encoder already separates before fine-tuning.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/comparison.py
-"""Fair comparisons of where fine-tuning starts: the same labels, a learning rate chosen on
-dev for each start, several label draws and seeds, mean and spread; a frozen-encoder probe;
-and a words-only baseline to set beside them."""
-
-import math
-import random
-import statistics
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
-import torch
-import torch.nn.functional as F
-from torch import nn
-
-from bertlib.batch import PaddingCollator
-from bertlib.config import BertConfig
-from bertlib.errors import InputError
-from bertlib.finetuning import (
-    BertForSequenceClassification,
-    FineTuningRecipe,
-    classification_features,
-    fine_tune,
-)
-from bertlib.metrics import evaluate_classification
-from bertlib.runtime import seed_everything
-from bertlib.task_data import TextExample
-from bertlib.tokenizer import BertTokenizer
-
-
-@dataclass(frozen=True)
-class Start:
-    """Where fine-tuning starts: a tokenizer, and a function from the number of labels to a
-    fresh classifier (a checkpoint's weights, or random ones)."""
-
-    tokenizer: BertTokenizer
-    build: Callable[[int], nn.Module]
-
-
-def start_from(folder) -> Start:
-    """The checkpoint in folder, with a new classification head."""
-    return Start(BertTokenizer.from_pretrained(folder),
-                 lambda n: BertForSequenceClassification.from_pretrained(folder, num_labels=n))
-
-
-def scratch_like(folder) -> Start:
-    """Random weights of the checkpoint's architecture and vocabulary: no pretraining."""
-    return Start(BertTokenizer.from_pretrained(folder),
-                 lambda n: BertForSequenceClassification(BertConfig.from_json(folder),
-                                                         num_labels=n))
-
-
-def label_draw(examples: list[TextExample], per_class: int, draw: int) -> list[TextExample]:
-    """per_class examples of every label, drawn at random; the same draw number gives the
-    same examples to every start."""
-    by_label: dict[int, list[TextExample]] = {}
-    for example in examples:
-        by_label.setdefault(example.label, []).append(example)
-    short = {label: len(group) for label, group in by_label.items() if len(group) < per_class}
-    if short:
-        raise InputError(f"fewer than {per_class} examples of labels {short}; ask for fewer "
-                         "per class")
-    rng = random.Random(f"label draw {draw}")
-    chosen = [e for label in sorted(by_label) for e in rng.sample(by_label[label], per_class)]
-    rng.shuffle(chosen)
-    return chosen
-
-
-def fine_tuned_accuracy(start: Start, train: list[TextExample], scored: list[TextExample],
-                        recipe: FineTuningRecipe, num_labels: int, max_length: int,
-                        device: torch.device) -> float:
-    """Fine-tune a fresh model from start on train; its accuracy on scored."""
-    tokenizer = start.tokenizer.with_max_length(max_length)
-    seed_everything(recipe.seed)  # the new head's initial weights
-    model = start.build(num_labels)
-    collator = PaddingCollator(tokenizer.pad_id)
-    fine_tune(model, classification_features(tokenizer, train), recipe, collator, device)
-    scores = evaluate_classification(model, classification_features(tokenizer, scored),
-                                     collator, device)
-    return scores["accuracy"]
-
-
-@dataclass
-class Comparison:
-    """One start at one number of labels: the rate dev chose, and the test accuracies."""
-
-    learning_rate: float
-    dev: dict[float, float]
-    scores: list[float] = field(default_factory=list)
-
-    @property
-    def mean(self) -> float:
-        return statistics.mean(self.scores)
-
-    @property
-    def sd(self) -> float:
-        return statistics.stdev(self.scores) if len(self.scores) > 1 else 0.0
-
-    def __str__(self) -> str:
-        return f"{self.mean:.3f} ± {self.sd:.3f}"
-
-
-def compare_start(start: Start, splits: dict[str, list[TextExample]], per_class: int,
-                  recipe: FineTuningRecipe, learning_rates: list[float], draws: int = 3,
-                  seeds: int = 2, max_length: int = 128,
-                  device: torch.device | None = None) -> Comparison:
-    """Choose the learning rate on dev (first label draw, first seed), then fine-tune on
-    draws x seeds and score each on test. Test never chooses anything."""
-    device = device or torch.device("cpu")
-    num_labels = 1 + max(e.label for e in splits["train"])
-
-    def run(rate: float, draw: int, seed: int, scored: str) -> float:
-        chosen = label_draw(splits["train"], per_class, draw)
-        tuned = FineTuningRecipe(**{**vars(recipe), "learning_rate": rate, "seed": seed})
-        return fine_tuned_accuracy(start, chosen, splits[scored], tuned, num_labels,
-                                   max_length, device)
-
-    dev = {rate: run(rate, 0, 0, "dev") for rate in learning_rates}
-    best = max(learning_rates, key=dev.get)
-    result = Comparison(best, dev)
-    result.scores = [run(best, draw, seed, "test") for draw in range(draws)
-                     for seed in range(seeds)]
-    return result
-
-
-def clear_win(ours: Comparison, theirs: Comparison) -> bool:
-    """Our mean beats theirs by more than the two spreads together: a difference that the
-    luck of the draws and seeds is unlikely to have made."""
-    return ours.mean - theirs.mean > ours.sd + theirs.sd
-
-# %% [markdown]
-# The two yardsticks. A frozen probe trains nothing, so it tells apart what pretraining
-# learned from what fine-tuning learns on top; naive Bayes is the classic baseline for
-# topics, where words carry most of the signal.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/comparison.py
-import math
-import re
-from collections import Counter
-
-import torch.nn.functional as F
-
-
-@torch.no_grad()
-def sentence_vectors(model: nn.Module, tokenizer, texts: list[str], max_length: int = 128,
-                     batch_size: int = 64) -> torch.Tensor:
-    """Each text's last-layer vectors averaged over its tokens (padding left out)."""
-    model.eval()
-    device = next(model.parameters()).device
-    tokenizer = tokenizer.with_max_length(max_length)
-    rows = []
-    for first in range(0, len(texts), batch_size):
-        batch = {k: v.to(device) for k, v in tokenizer(texts[first:first + batch_size]).items()}
-        hidden = model(**batch).last_hidden_state
-        mask = batch["attention_mask"][..., None].to(hidden.dtype)
-        rows.append(((hidden * mask).sum(1) / mask.sum(1)).float().cpu())
-    return torch.cat(rows)
-
-
-def frozen_probe_accuracy(encoder: nn.Module, tokenizer, train: list[TextExample],
-                          scored: list[TextExample], max_length: int = 128) -> float:
-    """Nearest centroid on frozen sentence vectors: each scored text goes to the label whose
-    mean training direction is closest in cosine. Nothing is trained, so it measures what
-    the encoder already separates, not what fine-tuning can make of it."""
-    train_vectors = F.normalize(sentence_vectors(encoder, tokenizer, [e.text for e in train],
-                                                 max_length), dim=-1)
-    labels = torch.tensor([e.label for e in train])
-    centroids = torch.stack([train_vectors[labels == k].mean(0)
-                             for k in range(int(labels.max()) + 1)])
-    vectors = sentence_vectors(encoder, tokenizer, [e.text for e in scored], max_length)
-    guesses = (F.normalize(vectors, dim=-1) @ F.normalize(centroids, dim=-1).T).argmax(1)
-    return float((guesses == torch.tensor([e.label for e in scored])).float().mean())
-
-
-def words_of(text: str) -> list[str]:
-    """Lower-cased words and numbers, punctuation dropped."""
-    return re.findall(r"[a-z0-9']+", text.lower())
-
-
-def words_only_accuracy(train: list[TextExample], scored: list[TextExample]) -> float:
-    """Multinomial naive Bayes on words (add-one smoothing): what the words alone tell,
-    with no encoder at all. Words never seen in training are skipped."""
-    counts: dict[int, Counter] = {}
-    for example in train:
-        counts.setdefault(example.label, Counter()).update(words_of(example.text))
-    vocabulary = set().union(*counts.values())
-    priors = Counter(example.label for example in train)
-
-    def log_likelihood(label: int, words: list[str]) -> float:
-        total = sum(counts[label].values()) + len(vocabulary)
-        return math.log(priors[label]) + sum(math.log((counts[label][w] + 1) / total)
-                                             for w in words if w in vocabulary)
-
-    right = 0
-    for example in scored:
-        words = words_of(example.text)
-        right += max(counts, key=lambda label: log_likelihood(label, words)) == example.label
-    return right / len(scored)
-
+# A frozen probe trains nothing, so it tells apart what pretraining learned from what
+# fine-tuning learns on top; naive Bayes is the classic baseline for topics, where words
+# carry most of the signal. This protocol is the book's plumbing, not BERT's: it lives in
+# `bertbook/comparison.py` (`compare_start`, `clear_win`, `frozen_probe_accuracy`,
+# `words_only_accuracy`), and the cells below call it.
 
 # %% [markdown]
 # ## Claim A: what the reader's own pretraining saves in labels
@@ -745,8 +483,9 @@ def words_only_accuracy(train: list[TextExample], scored: list[TextExample]) -> 
 from bertbook.comparison import (
     clear_win,
     compare_start,
-    frozen_probe_accuracy,
+    frozen_probes,
     label_draw,
+    scores_only,
     scratch_like,
     start_from,
     words_only_accuracy,
@@ -784,7 +523,6 @@ for name, (start, rates) in STARTS.items():
           + f"  [{(time.perf_counter() - began) / 60:.1f} min]")
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from bertlib.tokenizer import BertTokenizer
 
 ENCODERS = {  # name: (the frozen encoder, its tokenizer)
     "from scratch": (lambda: BertModel(BertConfig.from_json(runs["mlm"].folder)),
@@ -796,34 +534,20 @@ ENCODERS = {  # name: (the frozen encoder, its tokenizer)
     "chapter 06's model": (lambda: BertModel.from_pretrained(chapter_06), chapter_06),
     "all-MiniLM-L6-v2": (lambda: BertModel.from_pretrained(minilm_dir()), minilm_dir()),
 }
-
-
-def spread(values: list[float]) -> str:
-    """mean ± sample standard deviation, as compare_start's results print."""
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.3f} ± {sd:.3f}"
-
-
 draws = {n: [label_draw(task["train"], n, draw) for draw in range(S["draws"])]
          for n in S["per_class"]}
-words_only = {n: [words_only_accuracy(train, task["test"]) for train in draws[n]]
+words_only = {n: scores_only([words_only_accuracy(train, task["test"]) for train in draws[n]])
               for n in S["per_class"]}
-probes = {}
-for name, (encoder, folder) in ENCODERS.items():
-    torch.manual_seed(0)  # the random encoder's weights
-    model, encoder_tokenizer = encoder().to(DEVICE), BertTokenizer.from_pretrained(folder)
-    probes[name] = {n: [frozen_probe_accuracy(model, encoder_tokenizer, train, task["test"],
-                                              S["max_length"]) for train in draws[n]]
-                    for n in S["per_class"]}
+probes = frozen_probes(ENCODERS, draws, task["test"], S["max_length"], DEVICE)
 
 print(f"{'start':22} " + " ".join(f"{f'fine-tuned, {n}/class':>18} {'frozen probe':>13}"
                                   for n in S["per_class"]))
 for name in [*ENCODERS, *[n for n in STARTS if n not in ENCODERS]]:
     tuned = {n: str(topic_results[(name, n)]) if (name, n) in topic_results
              else "not at this size" for n in S["per_class"]}
-    probed = {n: spread(probes[name][n]) if name in probes else "-" for n in S["per_class"]}
+    probed = {n: str(probes[name][n]) if name in probes else "-" for n in S["per_class"]}
     print(f"{name:22} " + " ".join(f"{tuned[n]:>18} {probed[n]:>13}" for n in S["per_class"]))
-print(f"{'words only (NB)':22} " + " ".join(f"{spread(words_only[n]):>18} {'':>13}"
+print(f"{'words only (NB)':22} " + " ".join(f"{str(words_only[n]):>18} {'':>13}"
                                             for n in S["per_class"]))
 
 # %% [markdown]
@@ -831,12 +555,7 @@ print(f"{'words only (NB)':22} " + " ".join(f"{spread(words_only[n]):>18} {'':>1
 # when it is larger than the two spreads together.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from bertbook.comparison import Comparison
-
 scratch = {n: topic_results[("from scratch", n)] for n in S["per_class"]}
-words = {n: Comparison(0.0, {}, words_only[n]) for n in S["per_class"]}
-probe = {name: {n: Comparison(0.0, {}, probes[name][n]) for n in S["per_class"]}
-         for name in ENCODERS}
 for name in [n for n in STARTS if n != "from scratch"]:
     for n in S["per_class"]:
         ours = topic_results[(name, n)]
@@ -848,7 +567,7 @@ claim(all(clear_win(topic_results[("left-to-right (ours)", n)], scratch[n])
           for n in S["per_class"]),
       "our left-to-right model beats scratch beyond the spread at every label count",
       S["assert_claims"])
-claim(clear_win(topic_results[("left-to-right (ours)", fewest)], words[fewest]),
+claim(clear_win(topic_results[("left-to-right (ours)", fewest)], words_only[fewest]),
       f"with {fewest} labels per class it also beats the words-only baseline",
       S["assert_claims"])
 most = max(S["per_class"])
@@ -869,8 +588,8 @@ for n in S["per_class"]:
     gap = (topic_results[("left-to-right (ours)", n)].mean
            - topic_results[("masked LM (ours)", n)].mean)
     print(f"left-to-right minus masked LM, {n}/class: {gap:+.3f}")
-claim(all(clear_win(probe["all-MiniLM-L6-v2"][n], probe["from scratch"][n])
-          and clear_win(probe["left-to-right (ours)"][n], probe["from scratch"][n])
+claim(all(clear_win(probes["all-MiniLM-L6-v2"][n], probes["from scratch"][n])
+          and clear_win(probes["left-to-right (ours)"][n], probes["from scratch"][n])
           for n in S["per_class"]),
       "frozen, MiniLM's and our left-to-right model's vectors already separate the topics "
       "better than random weights'", S["assert_claims"])
@@ -911,26 +630,6 @@ claim(all(clear_win(probe["all-MiniLM-L6-v2"][n], probe["from scratch"][n])
 # baseline beside them. Read the curve from the left: where a pretrained start sits above
 # scratch's last point, no number of labels in this range buys back its pretraining.
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/comparison.py
-def labels_to_match(curve: dict[int, float], accuracy: float) -> float | None:
-    """How many labels per class a start needs to reach `accuracy`, read off its curve
-    (labels per class -> mean accuracy) between measured points, on a log scale of labels.
-    None: not reached within the curve. The curve's running best is used, since one more
-    draw of labels can score a little lower by luck."""
-    best, previous = 0.0, None
-    for count in sorted(curve):
-        best = max(best, curve[count])
-        if best >= accuracy:
-            if previous is None or previous[1] >= accuracy:
-                return float(count)
-            low, low_accuracy = previous
-            share = (accuracy - low_accuracy) / (best - low_accuracy)
-            return low * (count / low) ** share
-        previous = (count, best)
-    return None
-
-
 # %%
 from bertbook.comparison import labels_to_match
 
@@ -942,15 +641,12 @@ for name, (start, _) in STARTS.items():
         curve[(name, n)] = topic_results[(name, n)] if n in S["per_class"] else \
             compare_start(start, task, n, RECIPE, [rate], S["draws"], S["seeds"],
                           S["max_length"], DEVICE)
-minilm, minilm_tokenizer = (BertModel.from_pretrained(minilm_dir()).to(DEVICE),
-                            BertTokenizer.from_pretrained(minilm_dir()))
-baselines = {"MiniLM, frozen probe": {}, "words only (NB)": {}}
-for n in CURVE:
-    chosen = [label_draw(task["train"], n, draw) for draw in range(S["draws"])]
-    baselines["MiniLM, frozen probe"][n] = Comparison(0.0, {}, [frozen_probe_accuracy(
-        minilm, minilm_tokenizer, train, task["test"], S["max_length"]) for train in chosen])
-    baselines["words only (NB)"][n] = Comparison(0.0, {}, [
-        words_only_accuracy(train, task["test"]) for train in chosen])
+chosen = {n: [label_draw(task["train"], n, draw) for draw in range(S["draws"])] for n in CURVE}
+minilm = {"MiniLM, frozen probe": ENCODERS["all-MiniLM-L6-v2"]}
+baselines = {**frozen_probes(minilm, chosen, task["test"], S["max_length"], DEVICE),
+             "words only (NB)": {n: scores_only([words_only_accuracy(train, task["test"])
+                                                 for train in picked])
+                                 for n, picked in chosen.items()}}
 
 lines = {**{name: {n: curve[(name, n)] for n in CURVE} for name in STARTS}, **baselines}
 fig, ax = plt.subplots(figsize=(8, 4))
@@ -994,8 +690,7 @@ for name, assert_it in [("left-to-right (ours)", S["assert_claims"]),
 # 11 minutes on 2 cores; its results ship with the book).
 
 # %%
-budget = json.loads(files("bertbook").joinpath("resources/mlm_budget.json")
-                    .read_text(encoding="utf-8"))
+budget = shipped_results("mlm_budget")
 print(f"measured by: {budget['command']}; {budget['per_class']} labels per class\n")
 for recipe in budget["recipes"]:
     scratch_scores = recipe["scratch"]

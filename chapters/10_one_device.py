@@ -90,25 +90,11 @@ chapter_started = time.perf_counter()
 # minutes on a T4). Compiling (lever 7) takes minutes of its own that no FLOP count sees.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from bertbook.budget import budget_report, training_work
+from bertbook.budget import budget_report
+from bertbook.gpu_budgets import one_device_work
 from bertlib.config import BertConfig
 
-
-def gpu_work(size: dict) -> list:
-    """The training steps the chapter times: four two-way comparisons, each variant run
-    repeats + 2 times (a warm-up, the timed rounds, a memory measurement), and as many
-    again, a generous allowance, for the profiler, accumulation and MFU cells; then the
-    packing lever's passes over its documents (each at most `seq` tokens)."""
-    config = BertConfig.preset(size["model"], vocab_size=30522)
-    steps = 2 * 4 * 2 * (size["repeats"] + 2)
-    passes = 2 * (max(1, size["repeats"] - 2) + 1)  # two layouts, with a warm-up each
-    return [training_work(f"{steps} timed steps of {size['batch']} x {size['seq']}", config,
-                          steps * size["batch"] * size["seq"], size["seq"]),
-            training_work(f"packing: {passes} passes over {size['documents']:,} documents",
-                          config, passes * size["documents"] * size["seq"], size["seq"])]
-
-
-GPU_WORK = gpu_work(SIZES["gpu"])
+GPU_WORK = one_device_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
 # %% [markdown]
 # ## Timing honestly
@@ -124,7 +110,7 @@ print(budget_report(GPU_WORK, DEVICE))
 # A training step, for any model whose forward returns `.loss`, is a closure: forward under
 # the chosen precision, backward, an AdamW update. (Chapter 06's `Trainer` does the same,
 # plus clipping, scheduling and logging.) The timing, memory and step helpers are plumbing,
-# so they live in the book's package, `bertbook/measure.py`, and the cell below imports them.
+# so they live in the book's package, `bertbook/measure.py`, and the chapter imports them.
 
 # %% [markdown]
 # Our measuring batch: real Wikipedia text in the real BERT vocabulary, cut into

@@ -46,7 +46,7 @@ def no_deps_packages(root: Path = ROOT) -> list[str]:
 
 
 def colab_cell(root: Path = ROOT) -> str:
-    """The source of every chapter's first code cell, built from the slug."""
+    """The Colab block that opens every chapter's set-up cell, built from the slug."""
     settings = book_settings(root)
     packages = ",\n                    ".join(f'"{p}"' for p in no_deps_packages(root))
     return "\n".join([
@@ -64,14 +64,19 @@ def colab_cell(root: Path = ROOT) -> str:
     ])
 
 
-_CELL = re.compile(r"(# %%[^\n]*\n)(" + re.escape(COLAB_CELL_FIRST_LINE) + r"\n.*?)(?=\n+# %%)",
-                   re.S)
+# The Colab block: the standard comment, the imports, and the `if "google.colab"` block down
+# to its last indented line. The set-up cell goes on after it (size, device, budget, Drive).
+_COLAB_BLOCK = re.compile(r"(?<=# %%)([^\n]*\n)" + re.escape(COLAB_CELL_FIRST_LINE)
+                          + r"\n(?:[^\n]*\n)*?if \"google\.colab\" in sys\.modules:"
+                          + r"(?:\n[ \t]+[^\n]*)+")
 
 
 def with_colab_cell(chapter_text: str, cell: str) -> str:
-    if not _CELL.search(chapter_text):
+    """The chapter with its set-up cell's Colab block rewritten from the slug; the rest of
+    the set-up cell is the chapter's own."""
+    if not _COLAB_BLOCK.search(chapter_text):
         raise ValueError("no Colab set-up cell (its first line must be the standard comment)")
-    return _CELL.sub(lambda m: m.group(1) + cell, chapter_text, count=1)
+    return _COLAB_BLOCK.sub(lambda m: m.group(1) + cell, chapter_text, count=1)
 
 
 def with_collapsed_cells(notebook: nbformat.NotebookNode) -> None:
