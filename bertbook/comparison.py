@@ -45,6 +45,7 @@ __all__ = [
     "words_of",
     "words_only_accuracy",
     "labels_to_match",
+    "objective_verdict",
 ]
 
 
@@ -251,3 +252,16 @@ def labels_to_match(curve: dict[int, float], accuracy: float) -> float | None:
             return low * (count / low) ** share
         previous = (count, best)
     return None
+
+
+def objective_verdict(mlm: Comparison, ltr: Comparison, chance: float | None = None) -> str:
+    """Chapter 08's reading of one task of the paper's Table 5 at book scale: which
+    objective wins beyond the spread, or none; a task neither learned (within 0.05 of
+    `chance`) gives no verdict at all."""
+    if chance is not None and max(mlm.mean, ltr.mean) <= chance + 0.05:
+        return "neither learned it: no verdict"
+    if clear_win(mlm, ltr):
+        return "reading both ways wins, as in the paper"
+    if clear_win(ltr, mlm):
+        return "left to right wins"
+    return "no difference beyond the spread"

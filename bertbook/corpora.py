@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-# From chapters/01_reading_one_way.py, cell 13.
+# From chapters/01_reading_one_way.py, cell 10.
 @dataclass(frozen=True)
 class Article:
     """A document: its title and its paragraphs of plain prose."""
@@ -100,7 +100,7 @@ def _parse_paragraphs(wikitext: str) -> list[str]:
     return [p for p in paragraphs if len(p.split()) >= _MIN_PARAGRAPH_WORDS]
 
 
-# From chapters/01_reading_one_way.py, cell 15.
+# From chapters/01_reading_one_way.py, cell 12.
 WIKI_SAMPLE = "test/test_data/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_NEWS = "test/test_data/lee_background.cor"
 GENSIM_INSTALL = "pip install gensim==4.4.0"
@@ -144,7 +144,7 @@ def lee_news() -> list[Article]:
             if line.strip()]
 
 
-# From chapters/01_reading_one_way.py, cell 17.
+# From chapters/01_reading_one_way.py, cell 14.
 # A pinned revision: the text a reader gets does not change under the book. `make
 # gpu-check` asks the hub whether it is still there.
 WIKITEXT_HUB = ("Salesforce/wikitext", "b08601e04326c79dfdd32d625aee71d232d685c3")
@@ -184,7 +184,7 @@ def articles_from_wikitext_lines(lines, max_articles: int | None = None) -> list
     return articles[:max_articles] if max_articles is not None else articles
 
 
-# From chapters/01_reading_one_way.py, cell 19.
+# From chapters/01_reading_one_way.py, cell 16.
 CORPORA = {"wikipedia": wikipedia_articles, "lee-news": lee_news, "wikitext-103": wikitext103}
 
 

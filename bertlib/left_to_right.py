@@ -13,7 +13,7 @@ from bertlib.pretraining import MODEL_FOR_OBJECTIVE, BertForMaskedLM, PreTrainin
 __all__ = ["BertLMHeadModel"]
 
 
-# From chapters/08_what_pretraining_buys.py, cell 12.
+# From chapters/08_what_pretraining_buys.py, cell 5.
 class BertLMHeadModel(BertForMaskedLM):
     """A left-to-right language model with BERT's encoder: the masked LM's modules, used
     under a causal mask to predict token i+1 from position i. Scored at the masked
@@ -42,7 +42,7 @@ class BertLMHeadModel(BertForMaskedLM):
                                  encoded.attentions).returned(return_dict)
 
 
-# From chapters/08_what_pretraining_buys.py, cell 13.
+# From chapters/08_what_pretraining_buys.py, cell 6.
 def next_token_loss(logits: torch.Tensor, text: torch.Tensor,
                     attention_mask: torch.Tensor | None) -> torch.Tensor:
     """Cross-entropy of each position's guess at the token after it (padding unscored)."""
@@ -64,5 +64,5 @@ def at_hidden_pieces(logits: torch.Tensor, labels: torch.Tensor,
     return scored, labels.gather(1, masked_positions)
 
 
-# From chapters/08_what_pretraining_buys.py, cell 14.
+# From chapters/08_what_pretraining_buys.py, cell 7.
 MODEL_FOR_OBJECTIVE["left-to-right"] = BertLMHeadModel

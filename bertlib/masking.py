@@ -15,7 +15,7 @@ from bertlib.sentence_pairs import SentencePair
 __all__ = ["MaskingRecipe", "mask_sequence", "PretrainingCollator"]
 
 
-# From chapters/05_masking.py, cell 7.
+# From chapters/05_masking.py, cell 5.
 @dataclass(frozen=True)
 class MaskingRecipe:
     """How many tokens to predict and what to put in their place."""
@@ -35,7 +35,7 @@ class MaskingRecipe:
             raise ConfigError("max_predictions must be at least 1")
 
 
-# From chapters/05_masking.py, cell 8.
+# From chapters/05_masking.py, cell 6.
 def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Random) -> int:
     """How many tokens one sequence predicts: 15% of its candidates, at least 1, capped.
 
@@ -49,7 +49,7 @@ def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Rando
     return min(recipe.max_predictions, max(1, count))
 
 
-# From chapters/05_masking.py, cell 10.
+# From chapters/05_masking.py, cell 8.
 def prediction_units(ids: list[int], special_ids: set[int],
                      continuation: list[bool] | None = None) -> list[list[int]]:
     """Positions that may be predicted, grouped: one per token, or one per whole word."""
@@ -89,7 +89,7 @@ def mask_sequence(ids: list[int], special_ids: set[int], mask_id: int, vocab_siz
     return masked, labels
 
 
-# From chapters/05_masking.py, cell 11.
+# From chapters/05_masking.py, cell 9.
 def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.Random) -> int:
     """A uniformly random id that is not a special token (redrawn in the rare special case)."""
     while True:
@@ -98,7 +98,7 @@ def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.R
             return token
 
 
-# From chapters/05_masking.py, cell 35.
+# From chapters/05_masking.py, cell 33.
 class PretrainingCollator:
     """Build masked-LM (+ next-sentence) batches, masking afresh each time. An example is
     a SentencePair ([CLS] A [SEP] B [SEP], segments 0 and 1) or a row of ids that already

@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-# From chapters/04_encoder.py, cell 10.
+# From chapters/04_encoder.py, cell 8.
 class BertEmbeddings(nn.Module):
     """token + position + segment embeddings, then LayerNorm and dropout."""
 
@@ -66,7 +66,7 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(embedded))
 
 
-# From chapters/04_encoder.py, cell 15.
+# From chapters/04_encoder.py, cell 13.
 def activation(name: str):
     """BERT's activations by their config.json names ('gelu' is the exact erf form)."""
     return {"gelu": F.gelu, "relu": F.relu,
@@ -101,7 +101,7 @@ class BertAttention(nn.Module):
         return self.output(context, hidden), weights
 
 
-# From chapters/04_encoder.py, cell 16.
+# From chapters/04_encoder.py, cell 14.
 class BertIntermediate(nn.Module):
     """The feed-forward block's first half: widen to intermediate_size, apply GELU."""
 
@@ -141,7 +141,7 @@ class BertLayer(nn.Module):
         return self.output(self.intermediate(attended), attended), weights
 
 
-# From chapters/04_encoder.py, cell 18.
+# From chapters/04_encoder.py, cell 16.
 class BertEncoder(nn.Module):
     """The stack of layers. With gradient_checkpointing on, training keeps only each layer's
     input and recomputes the layer during backward: less memory for ~1/3 more compute
@@ -180,7 +180,7 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden[:, 0]))
 
 
-# From chapters/04_encoder.py, cell 19.
+# From chapters/04_encoder.py, cell 17.
 class ModelOutput:
     """What every model of the library returns: a dataclass whose fields are read by name
     (`out.logits`), by key (`out["logits"]`) or by position like transformers' outputs
@@ -224,7 +224,7 @@ def register_output(cls: type) -> type:
     return cls
 
 
-# From chapters/04_encoder.py, cell 20.
+# From chapters/04_encoder.py, cell 18.
 @register_output
 @dataclass
 class BertModelOutput(ModelOutput):
@@ -253,7 +253,7 @@ def init_bert_weights(module: nn.Module, std: float) -> None:
         nn.init.zeros_(module.bias)
 
 
-# From chapters/04_encoder.py, cell 21.
+# From chapters/04_encoder.py, cell 19.
 class BertPreTrainedModel(nn.Module):
     """What every BERT model shares: its config, the original initialisation, output
     embeddings tied to the input ones, and checkpoint folders in `transformers`' layout
@@ -292,7 +292,7 @@ class BertPreTrainedModel(nn.Module):
         if output is not None:
             output.weight = self.get_input_embeddings().weight
 
-    # From chapters/04_encoder.py, cell 33.
+    # From chapters/04_encoder.py, cell 31.
     @classmethod
     def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
         """Build this class from a checkpoint folder and load its weights (load_checkpoint says
@@ -311,7 +311,7 @@ class BertPreTrainedModel(nn.Module):
         return write_folder(folder, self.config, tensors, architecture=type(self).__name__)
 
 
-# From chapters/04_encoder.py, cell 23.
+# From chapters/04_encoder.py, cell 21.
 class BertModel(BertPreTrainedModel):
     """The BERT encoder: ids in, one contextual vector per token (and a pooled one) out."""
 
@@ -343,7 +343,7 @@ class BertModel(BertPreTrainedModel):
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return BertModelOutput(hidden, pooled, states, attentions).returned(return_dict)
 
-    # From chapters/04_encoder.py, cell 24.
+    # From chapters/04_encoder.py, cell 22.
     def _attention_mask(self, attention_mask, hidden: torch.Tensor, causal: bool | None):
         """The boolean mask attention reads (True = may attend), from the padding mask or a
         (batch, seq, seq) map, and under a causal model the tokens before each one."""
@@ -361,7 +361,7 @@ class BertModel(BertPreTrainedModel):
         return mask
 
 
-# From chapters/04_encoder.py, cell 28.
+# From chapters/04_encoder.py, cell 26.
 def parameter_count(config: BertConfig, pooler: bool = True) -> int:
     """BertModel's parameter count, from the configuration alone (no model built)."""
     h, i = config.hidden_size, config.intermediate_size

@@ -11,7 +11,7 @@ from bertlib.errors import InputError
 __all__ = ["pack_documents"]
 
 
-# From chapters/10_one_device.py, cell 24.
+# From chapters/10_one_device.py, cell 21.
 def first_fit_decreasing(lengths: list[int], capacity: int) -> list[list[int]]:
     """Group item indices into bins of at most `capacity`: longest item first, each into
     the first bin with room."""
@@ -40,7 +40,7 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
     return index - first_of_document
 
 
-# From chapters/10_one_device.py, cell 25.
+# From chapters/10_one_device.py, cell 22.
 def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
                    pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Masked-LM rows holding several (input ids, labels) documents each, ready for

@@ -13,7 +13,7 @@ from bertlib.errors import InputError
 __all__ = ["split_sentences", "SentencePair", "sentence_documents", "sentence_pairs"]
 
 
-# From chapters/05_masking.py, cell 24.
+# From chapters/05_masking.py, cell 22.
 def split_sentences(text: str) -> list[str]:
     """Split prose at '.', '!' or '?' followed by a space and a capital letter or quote."""
     return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z\"'(])", text.strip()) if s]
@@ -28,7 +28,7 @@ class SentencePair:
     is_random_next: bool
 
 
-# From chapters/05_masking.py, cell 25.
+# From chapters/05_masking.py, cell 23.
 def sentence_documents(documents: Sequence[Sequence[str]], tokenize) -> list[list[list[int]]]:
     """Each document (given as its paragraphs) as a list of sentences, each a list of token
     ids (tokenize: str -> ids). Documents stay apart: a next sentence never crosses one."""
@@ -51,7 +51,7 @@ def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Rando
         del longer[0 if rng.random() < 0.5 else -1]
 
 
-# From chapters/05_masking.py, cell 27.
+# From chapters/05_masking.py, cell 25.
 def sentence_pairs(documents: list[list[list[int]]], max_seq_length: int = 128,
                    short_seq_prob: float = 0.1, seed: int = 0) -> list[SentencePair]:
     """Next-sentence pairs from documents of tokenized sentences, as the original made them."""
@@ -82,7 +82,7 @@ def sentence_pairs(documents: list[list[list[int]]], max_seq_length: int = 128,
     return pairs
 
 
-# From chapters/05_masking.py, cell 28.
+# From chapters/05_masking.py, cell 26.
 def _split_chunk(chunk: list[list[int]], rng: random.Random) -> tuple[list[int], list[int], int]:
     """(A, the true continuation, sentences in A): cut at a random sentence boundary, or
     inside the sentence when the chunk is a single one."""

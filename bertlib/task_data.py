@@ -8,7 +8,7 @@ from dataclasses import dataclass
 __all__ = ["TextExample", "TaggedWords", "SpanQuestion", "tag_names", "words_in"]
 
 
-# From chapters/07_fine_tuning.py, cell 10.
+# From chapters/07_fine_tuning.py, cell 5.
 @dataclass(frozen=True)
 class TextExample:
     """A text and its label (None: not known, to predict); `pair` is the second segment
@@ -19,7 +19,7 @@ class TextExample:
     pair: str | None = None
 
 
-# From chapters/07_fine_tuning.py, cell 17.
+# From chapters/07_fine_tuning.py, cell 12.
 @dataclass(frozen=True)
 class TaggedWords:
     """Words and one tag per word, an index into the task's tag names (see tag_names)."""

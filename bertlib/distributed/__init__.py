@@ -25,7 +25,7 @@ from bertlib.train import Trainer, TrainingConfig
 __all__ = ["start_process_group", "DataParallelTrainer", "switch_off_dropout"]
 
 
-# From chapters/11_many_devices.py, cell 9.
+# From chapters/11_many_devices.py, cell 6.
 def start_process_group() -> tuple[int, int, torch.device]:
     """(rank, world size, device) of this process. Under torchrun, join the process group:
     NCCL with the GPU numbered LOCAL_RANK when every process on this machine has a GPU of
@@ -44,7 +44,7 @@ def start_process_group() -> tuple[int, int, torch.device]:
     return dist.get_rank(), dist.get_world_size(), device
 
 
-# From chapters/11_many_devices.py, cell 10.
+# From chapters/11_many_devices.py, cell 7.
 class DataParallelTrainer(Trainer):
     """Chapter 06's Trainer in one of several processes: this rank's share of each global
     batch, the gradients averaged by DDP, checkpoints and the progress bar on rank 0 only."""
@@ -79,7 +79,7 @@ class DataParallelTrainer(Trainer):
         once per step, after the last micro-batch (no_sync skips it for the others)."""
         return contextlib.nullcontext() if last else self.forward_model.no_sync()
 
-    # From chapters/11_many_devices.py, cell 11.
+    # From chapters/11_many_devices.py, cell 8.
     def save_checkpoint(self) -> Path | None:
         """Rank 0 writes what all share (every copy holds the same weights and optimiser
         state); every rank writes what is its own: its random number generators. A resumed
@@ -113,11 +113,11 @@ class DataParallelTrainer(Trainer):
         return self.checkpoint_path.with_name(f"rank{self.rank}-of-{self.world_size}.pt")
 
 
-# From chapters/11_many_devices.py, cell 11.
+# From chapters/11_many_devices.py, cell 8.
 # Checkpoints under DDP: what every rank shares, and what is each rank's own.
 
 
-# From chapters/11_many_devices.py, cell 13.
+# From chapters/11_many_devices.py, cell 10.
 def switch_off_dropout(model: nn.Module) -> nn.Module:
     """Every dropout probability to 0 (nn.Dropout modules and attention's own rate)."""
     for module in model.modules():
