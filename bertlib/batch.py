@@ -9,7 +9,7 @@ from bertlib.errors import InputError
 __all__ = ["IGNORE_INDEX", "pad_batch", "PaddingCollator"]
 
 
-# From chapters/02_tokens.py, cell 17.
+# From chapters/02_tokens.py, cell 16.
 IGNORE_INDEX = -100  # the label of positions that are not scored (cross_entropy skips it)
 MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask", "position_ids")
 LABEL_KEYS = ("labels", "next_sentence_label", "start_positions", "end_positions")

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-# From chapters/07_fine_tuning.py, cell 19.
+# From chapters/07_fine_tuning.py, cell 8.
 @register_output
 @dataclass
 class TaskOutput(ModelOutput):
@@ -63,7 +63,7 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> to
     return F.cross_entropy(logits.flatten(0, -2).float(), labels.flatten())
 
 
-# From chapters/07_fine_tuning.py, cell 20.
+# From chapters/07_fine_tuning.py, cell 9.
 class BertTaskModel(BertPreTrainedModel):
     """An encoder with a task head. config.num_labels sizes a labelling head (id2label
     names the labels); config.is_decoder makes the encoder read left to right."""
@@ -80,7 +80,7 @@ class BertTaskModel(BertPreTrainedModel):
         return self.config.num_labels
 
 
-# From chapters/07_fine_tuning.py, cell 21.
+# From chapters/07_fine_tuning.py, cell 10.
 class BertForSequenceClassification(BertTaskModel):
     """A label for a sentence or a sentence pair, read from the pooled summary vector."""
 
@@ -106,7 +106,7 @@ class BertForSequenceClassification(BertTaskModel):
                           encoded.attentions).returned(return_dict)
 
 
-# From chapters/07_fine_tuning.py, cell 22.
+# From chapters/07_fine_tuning.py, cell 11.
 class BertForTokenClassification(BertTaskModel):
     """A label for every token (labels of -100 are skipped: continuation pieces, padding)."""
 
@@ -126,7 +126,7 @@ class BertForTokenClassification(BertTaskModel):
                           encoded.attentions).returned(return_dict)
 
 
-# From chapters/07_fine_tuning.py, cell 23.
+# From chapters/07_fine_tuning.py, cell 12.
 class BertForQuestionAnswering(BertTaskModel):
     """Start and end scores for every token; the answer is the best span (best_span)."""
 
@@ -149,7 +149,7 @@ class BertForQuestionAnswering(BertTaskModel):
                           encoded.attentions).returned(return_dict)
 
 
-# From chapters/07_fine_tuning.py, cell 27.
+# From chapters/07_fine_tuning.py, cell 16.
 def classification_features(tokenizer, examples: list[TextExample | str],
                             max_length: int | None = None) -> list[dict]:
     """input ids, segment ids and the label of each TextExample; a plain string is a text
@@ -173,7 +173,7 @@ def pieces_of(tokenizer, word: str) -> list[int]:
     return [tokenizer.vocab[piece] for piece in tokenizer.tokenize(word)]
 
 
-# From chapters/07_fine_tuning.py, cell 28.
+# From chapters/07_fine_tuning.py, cell 17.
 def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> list[dict]:
     """Windows of whole words (at most max_length pieces with [CLS] and [SEP]); each word's
     tag on its first piece, -100 on the other pieces and on [CLS]/[SEP]."""
@@ -198,7 +198,7 @@ def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> li
     return features
 
 
-# From chapters/07_fine_tuning.py, cell 29.
+# From chapters/07_fine_tuning.py, cell 18.
 def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
                      max_question: int = 24) -> list[dict]:
     """[CLS] question [SEP] paragraph [SEP], cut to max_length pieces, with every answer
@@ -230,7 +230,7 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
     return features
 
 
-# From chapters/07_fine_tuning.py, cell 34.
+# From chapters/07_fine_tuning.py, cell 22.
 @dataclass
 class FineTuningRecipe:
     """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,

@@ -14,7 +14,7 @@ from bertlib.errors import DataUnavailable
 __all__ = ["convert_checkpoint", "hub_checkpoint"]
 
 
-# From chapters/09_inside_bert.py, cell 5.
+# From chapters/09_inside_bert.py, cell 4.
 LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
 HUB_FILES = ["config.json", "vocab.txt"]
 

@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 
-# From chapters/07_fine_tuning.py, cell 36.
+# From chapters/07_fine_tuning.py, cell 24.
 def best_span(start_scores: torch.Tensor, end_scores: torch.Tensor, allowed: torch.Tensor,
               max_answer_length: int = 30) -> tuple[int, int]:
     """The (start, end) with the highest start + end score such that start <= end <
@@ -45,7 +45,7 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-# From chapters/07_fine_tuning.py, cell 37.
+# From chapters/07_fine_tuning.py, cell 25.
 def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
     """(first word, last word, kind) of each mention in B/I/O tags numbered as tag_names
     makes them (B of kind k is 2k + 1, its I is 2k + 2). An I that does not continue a
@@ -85,7 +85,7 @@ def evaluate_classification(model, features, collator, device) -> dict[str, floa
     return result
 
 
-# From chapters/07_fine_tuning.py, cell 38.
+# From chapters/07_fine_tuning.py, cell 26.
 def evaluate_tagging(model, features, collator, device) -> dict[str, float]:
     """Mention F1 and word accuracy, over the words (the first pieces)."""
     predicted_rows, gold_rows = [], []
@@ -113,7 +113,7 @@ def evaluate_span_qa(model, features, collator, device,
     return {"exact_match": exact / len(features), "f1": overlap / len(features)}
 
 
-# From chapters/07_fine_tuning.py, cell 53.
+# From chapters/07_fine_tuning.py, cell 41.
 def answer_or_abstain(start_scores: torch.Tensor, end_scores: torch.Tensor,
                       allowed: torch.Tensor, threshold: float = 0.0,
                       max_answer_length: int = 30) -> tuple[int, int] | None:

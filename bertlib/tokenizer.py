@@ -95,7 +95,7 @@ def teaching_tokenize(text: str, vocab: set[str] | dict[str, int]) -> list[str]:
     return [piece for word in basic_tokenize(text) for piece in wordpiece(word, vocab)]
 
 
-# From chapters/02_tokens.py, cell 18.
+# From chapters/02_tokens.py, cell 17.
 @dataclass(frozen=True)
 class Encoding:
     """One encoded text or pair: ids, segment ids (0 = first text, 1 = second), tokens."""
@@ -131,7 +131,7 @@ def _check_vocab(vocab: dict[str, int]) -> None:
         raise TokenizerError("vocabulary ids must be 0..N-1 with no gaps or repeats")
 
 
-# From chapters/02_tokens.py, cell 20.
+# From chapters/02_tokens.py, cell 19.
 def _read_vocab_txt(path: Path) -> dict[str, int]:
     """BERT's vocab.txt: one piece per line, the line number its id."""
     try:
@@ -158,7 +158,7 @@ def _read_tokenizer_json(path: Path) -> dict[str, int]:
     return dict(model["vocab"])
 
 
-# From chapters/02_tokens.py, cell 21.
+# From chapters/02_tokens.py, cell 20.
 class BertTokenizer:
     """BERT's WordPiece tokenizer over a vocabulary; `tokenizer(texts)` gives model input."""
 
@@ -298,7 +298,7 @@ class BertTokenizer:
         return self._full.decode(ids, skip_special_tokens=False)
 
 
-# From chapters/02_tokens.py, cell 32.
+# From chapters/02_tokens.py, cell 31.
 def train_wordpiece(texts: list[str], vocab_size: int, min_frequency: int = 2,
                     max_length: int = 512) -> BertTokenizer:
     """Learn a WordPiece vocabulary of `vocab_size` pieces from texts (special tokens first)."""

