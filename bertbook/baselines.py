@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 
 from bertlib.batch import IGNORE_INDEX
-from bertlib.metrics import mention_f1
+from bertlib.evaluation import mention_f1
 
 __all__ = ["dictionary_tagger", "string_match_span", "tagging_baseline", "word_keys"]
 

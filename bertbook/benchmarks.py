@@ -11,8 +11,8 @@ from __future__ import annotations
 from bertlib.errors import DataUnavailable
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample
 
-__all__ = ["CONLL2003_HUB", "GLUE_HUB", "SQUAD_HUB", "conll2003", "conll_words", "glue_examples",
-           "glue_task", "hub_dataset", "squad", "squad_questions"]
+__all__ = ["CONLL2003_HUB", "GLUE_HUB", "SQUAD_HUB", "PAPER_RESULTS", "conll2003", "conll_words",
+           "glue_examples", "glue_task", "hub_dataset", "squad", "squad_questions"]
 
 GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
@@ -22,6 +22,17 @@ GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2
 CONLL2003_HUB = ("eriktks/conll2003", "refs/convert/parquet")  # the script's parquet export
 SQUAD_HUB = ("rajpurkar/squad", "7b6d24c440a36b6815f21b70d25016731768db1f")
 GLUE_HUB = ("nyu-mll/glue", None)
+
+PAPER_RESULTS = [  # (benchmark, metric, BERT-base, BERT-large, where in Devlin et al., 2018)
+    ("GLUE average, 8 tasks", "score", 79.6, 82.1, "Table 1 (test, WNLI left out)"),
+    ("MNLI-m", "accuracy", 84.6, 86.7, "Table 1 (test)"),
+    ("SST-2", "accuracy", 93.5, 94.9, "Table 1 (test)"),
+    ("MRPC", "F1", 88.9, 89.3, "Table 1 (test)"),
+    ("SQuAD v1.1", "F1", 88.5, 90.9, "Table 2 (dev, one model)"),
+    ("SQuAD v1.1", "F1", None, 93.2, "Table 2 (test, ensemble + TriviaQA)"),
+    ("SQuAD v2.0", "F1", None, 83.1, "Table 3 (test, one model)"),
+    ("CoNLL-2003 NER", "F1", 92.4, 92.8, "Table 7 (test)"),
+]
 
 
 def hub_dataset(name: str, config: str | None = None, revision: str | None = None):

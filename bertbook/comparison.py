@@ -17,16 +17,12 @@ from torch import nn
 from bertlib.batch import PaddingCollator
 from bertlib.config import BertConfig
 from bertlib.errors import InputError
-from bertlib.finetuning import (
-    BertForSequenceClassification,
-    FineTuningRecipe,
-    classification_features,
-    fine_tune,
-)
-from bertlib.metrics import evaluate_classification
+from bertlib.evaluation import evaluate_classification
+from bertlib.finetuning import BertForSequenceClassification, classification_features
 from bertlib.runtime import seed_everything
 from bertlib.task_data import TextExample
 from bertlib.tokenizer import BertTokenizer
+from bertlib.tuning import FineTuningRecipe, fine_tune
 
 __all__ = [
     "steps_to_leave_plateau",

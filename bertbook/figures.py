@@ -1,5 +1,5 @@
-"""Chapter 08's figures: its two pretraining runs, the plateau levers, attention forming,
-and the label curve.
+"""The figures of chapters 07 and 08: starts compared on few labels, the two pretraining
+runs, the plateau levers, attention forming, and the label curve.
 
 Drawing code is plumbing, so the chapter calls these and shows the pictures. The shipped
 measurements come from `benchmarks/plateau_levers.py` and `benchmarks/attention_structure.py`
@@ -11,8 +11,26 @@ import matplotlib.pyplot as plt
 
 from bertbook.comparison import Comparison
 
-__all__ = ["plot_pretraining_runs", "plot_plateau_levers", "plot_attention_structure",
-           "attention_structure_summary", "plot_label_curve"]
+__all__ = ["plot_starts_on_tasks", "plot_pretraining_runs", "plot_plateau_levers",
+           "plot_attention_structure", "attention_structure_summary", "plot_label_curve"]
+
+
+def plot_starts_on_tasks(results: dict[tuple[str, str], Comparison], starts: list[str],
+                         tasks: list[str], per_class: int) -> None:
+    """Chapter 07's few-labels comparison: one bar per start and task, mean ± s.d. over label
+    draws and seeds, against chance for two balanced classes."""
+    fig, ax = plt.subplots(figsize=(7, 3))
+    width = 0.25
+    for offset, name in enumerate(starts):
+        scores = [results[(task, name)] for task in tasks]
+        ax.bar([i + (offset - 1) * width for i in range(len(tasks))], [r.mean for r in scores],
+               width, yerr=[r.sd for r in scores], capsize=4, label=name)
+    ax.axhline(0.5, color="grey", linestyle=":", label="chance (two balanced classes)")
+    ax.set_xticks(range(len(tasks)), tasks)
+    ax.set(ylabel="test accuracy", ylim=(0.3, 1.0),
+           title=f"{per_class} labels per class (mean ± s.d. over draws and seeds)")
+    ax.legend(fontsize=8, loc="upper left")
+    plt.show()
 
 
 def plot_pretraining_runs(runs: dict, labels: dict[str, str], device_type: str) -> None:

@@ -25,12 +25,7 @@ from bertlib.finetuning import (
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
-    FineTuningRecipe,
     classification_features,
-    classify,
-    fine_tune,
-    fine_tune_classifier,
-    predict,
 )
 from bertlib.left_to_right import BertLMHeadModel
 from bertlib.masking import MaskingRecipe, PretrainingCollator
@@ -45,6 +40,7 @@ from bertlib.pretraining import (
 from bertlib.runtime import best_device, seed_everything
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
 from bertlib.train import Trainer, TrainingConfig, resolve_precision
+from bertlib.tuning import FineTuningRecipe, classify, fine_tune, fine_tune_classifier, predict
 
 __version__ = "0.2.0"
 

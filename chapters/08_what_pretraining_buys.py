@@ -456,8 +456,8 @@ from bertbook.comparison import (
     words_only_accuracy,
 )
 from bertbook.pretrain import chapter_06_model
-from bertlib.finetuning import FineTuningRecipe
 from bertlib.model import BertModel
+from bertlib.tuning import FineTuningRecipe
 
 task = {part: examples[:S["test_cap"]] if part != "train" else examples
         for part, examples in topics.items()}

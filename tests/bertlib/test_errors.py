@@ -78,9 +78,10 @@ from bertlib import (
     fine_tune_classifier,
 )
 from bertlib.batch import PaddingCollator
-from bertlib.finetuning import BertForSequenceClassification, classification_features, fine_tune
+from bertlib.finetuning import BertForSequenceClassification, classification_features
 from bertlib.sentence_pairs import SentencePair
 from bertlib.task_data import TextExample
+from bertlib.tuning import fine_tune
 
 TINY = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=64, max_position_embeddings=16)

@@ -24,7 +24,7 @@ from bertbook.comparison import (
 )
 from bertlib.batch import IGNORE_INDEX
 from bertlib.errors import ConfigError, InputError
-from bertlib.finetuning import BertForSequenceClassification, FineTuningRecipe
+from bertlib.finetuning import BertForSequenceClassification
 from bertlib.masking import MaskingRecipe, PretrainingCollator
 from bertlib.model import BertModel
 from bertlib.pretraining import (
@@ -37,6 +37,7 @@ from bertlib.pretraining import (
 from bertlib.task_data import TextExample
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
 from bertlib.train import TrainingConfig, TrainingState
+from bertlib.tuning import FineTuningRecipe
 
 TOPICS = {0: ["goal", "match", "league", "striker", "coach"],
           1: ["shares", "profit", "market", "bank", "growth"]}

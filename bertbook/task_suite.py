@@ -1,0 +1,60 @@
+"""Chapter 07's runs: every start fine-tuned on every task, each run done once.
+
+A task is (splits, feature builder, head class, head options, evaluation, length in
+pieces); a start is (tokenizer, load(head class, head options) -> model, recipe). The suite
+caches features and scores, so a later section that asks for a run already made (the
+few-labels comparison, the benchmarks) reuses it instead of training again.
+"""
+
+import functools
+import random
+import time
+from collections.abc import Callable
+
+import torch
+
+from bertlib.batch import PaddingCollator
+from bertlib.runtime import seed_everything
+from bertlib.tuning import fine_tune
+
+__all__ = ["sample", "TaskSuite"]
+
+
+def sample(items: list, n: int | None, seed: int = 0) -> list:
+    """n items drawn without replacement with a fixed seed (all of them when n is None)."""
+    if n is None or n >= len(items):
+        return list(items)
+    return random.Random(seed).sample(items, n)
+
+
+class TaskSuite:
+    """Fine-tuning runs over named tasks and starts, scored on a capped test split."""
+
+    def __init__(self, tasks: dict[str, tuple], starts: dict[str, tuple],
+                 collator: PaddingCollator, device: torch.device, eval_cap: int | None):
+        self.tasks, self.starts = tasks, starts  # shared: the chapter may add to them
+        self.collator, self.device, self.eval_cap = collator, device, eval_cap
+        self.features: Callable[..., list[dict]] = functools.cache(self._features)
+        self.scores: Callable[..., dict[str, float]] = functools.cache(self._scores)
+
+    def _features(self, tokenizer, task: str, split: str) -> list[dict]:
+        splits, featurize, _, _, _, length = self.tasks[task]
+        return featurize(tokenizer, splits[split], length)
+
+    def _scores(self, start: str, task: str, n_train: int | None = None,
+                draw: int = 0) -> dict[str, float]:
+        """Test scores of `start` fine-tuned on n_train training examples of `task` (which
+        ones depends on `draw`; every start gets the same ones for the same draw)."""
+        tokenizer, load, recipe = self.starts[start]
+        _, _, head, options, evaluate, _ = self.tasks[task]
+        train = sample(self.features(tokenizer, task, "train"), n_train, seed=draw)
+        test = sample(self.features(tokenizer, task, "test"), self.eval_cap, seed=1)
+        seed_everything(0)
+        model = load(head, options)
+        started = time.perf_counter()
+        fine_tune(model, train, recipe, self.collator, self.device)
+        scores = evaluate(model, test, self.collator, self.device)
+        print(f"{start:18} {task:15} {len(train):6,} train {len(test):5,} test "
+              f"{(time.perf_counter() - started) / 60:4.1f} min -> "
+              + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()))
+        return scores

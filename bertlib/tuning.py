@@ -1,0 +1,221 @@
+"""Fine-tuning's road: the recipe (every knob in one place), the loop that trains encoder
+and head together, prediction, and the one call that turns labelled texts into a classifier.
+
+Chapter 07 builds the task heads and their features (`bertlib.finetuning`) and explains
+the recipe; this loop is chapter 06's `Trainer` with the recipe's settings, so it is
+written here by hand rather than in the chapter's reading path.
+"""
+
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from bertlib.batch import IGNORE_INDEX, MODEL_INPUTS, PaddingCollator
+from bertlib.errors import ConfigError, InputError
+from bertlib.finetuning import BertForSequenceClassification, classification_features
+from bertlib.runtime import best_device, seed_everything
+from bertlib.task_data import TextExample
+from bertlib.train import Trainer, TrainingConfig, autocast, resolve_precision
+
+__all__ = ["FineTuningRecipe", "fine_tune", "predict", "fine_tune_classifier", "classify"]
+
+
+@dataclass
+class FineTuningRecipe:
+    """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,
+    Appendix A.3: batch 32, 2-4 epochs, a rate from {5, 4, 3, 2}e-5, warm-up over the first
+    10%, AdamW with weight decay 0.01); small models want larger rates (1e-3 for bert-tiny).
+
+    epochs may be fractional; min_steps lifts a tiny training set to enough updates.
+    precision: "auto" (bf16 on GPUs of compute capability 8.0 and up, fp16 with a loss
+    scaler below, fp32 on a CPU), or "fp32", "bf16", "fp16". seed fixes the batch order,
+    and, in fine_tune_classifier, the new head's initialisation. progress shows a bar."""
+
+    learning_rate: float = 5e-5
+    epochs: float = 3.0
+    batch_size: int = 32
+    min_steps: int = 0
+    warmup_share: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-6
+    precision: str = "auto"
+    seed: int = 0
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.batch_size, int) and self.batch_size >= 1):
+            raise ConfigError(f"batch_size must be a whole number of at least 1, not "
+                              f"{self.batch_size!r}")
+        if not 0 < self.learning_rate < math.inf:  # NaN fails this too
+            raise ConfigError(f"learning_rate must be a positive number (the paper's are "
+                              f"2e-5 to 5e-5), not {self.learning_rate!r}")
+        if not self.epochs > 0:
+            raise ConfigError(f"epochs must be positive, not {self.epochs!r}")
+        if not 0 <= self.warmup_share < 1:
+            raise ConfigError(f"warmup_share must lie in [0, 1), the share of the steps spent "
+                              f"warming up, not {self.warmup_share!r}")
+
+    def training_config(self, examples: int, evaluate_each_epoch: bool) -> TrainingConfig:
+        """The trainer's settings for this recipe on `examples` examples: epochs become
+        steps (at least min_steps), the warm-up share becomes steps, a batch is never
+        larger than the data."""
+        batch_size = min(self.batch_size, examples)
+        steps = max(self.min_steps, math.ceil(self.epochs * examples / batch_size))
+        per_epoch = max(1, examples // batch_size)
+        return TrainingConfig(steps=steps, batch_size=batch_size,
+                              learning_rate=self.learning_rate,
+                              warmup_steps=int(self.warmup_share * steps),
+                              weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
+                              adam_betas=self.adam_betas, adam_eps=self.adam_eps,
+                              precision=self.precision,
+                              eval_every=per_epoch if evaluate_each_epoch else 0,
+                              seed=self.seed, progress=self.progress)
+
+
+def _check_labels(model: nn.Module, features: list[dict]) -> None:
+    """Labels must name one of the model's labels: checked once here, where the data
+    enters, instead of inside every step (where reading them would stall a GPU)."""
+    limit = model.config.num_labels
+    labels = [f["labels"] for f in features if "labels" in f]
+    flat = [x for item in labels for x in (item if isinstance(item, list) else [item])]
+    wrong = sorted({x for x in flat if x != IGNORE_INDEX and not 0 <= x < limit})
+    if wrong:
+        raise InputError(f"labels must lie in 0..{limit - 1} (or be {IGNORE_INDEX} to skip a "
+                         f"position); found {wrong[:5]}. Does the model's num_labels match "
+                         "the task?")
+
+
+def fine_tune(model: nn.Module, features: list[dict], recipe: FineTuningRecipe,
+              collator: PaddingCollator, device: torch.device,
+              evaluate=None, output_dir: str | Path | None = None,
+              resume: bool = False) -> dict:
+    """Train model and head together on the features (the whole model, not only the head),
+    and return the model to eval mode. evaluate(model) -> {metric: value}, when given, runs
+    after each epoch (a dev set); returns {"state": TrainingState, "dev": [per epoch]}.
+    With output_dir, Ctrl-C (or SIGTERM) saves the step in hand there, and resume=True
+    goes on from it to the same weights as a run never stopped."""
+    if not features:
+        raise InputError("no training features: the task's training split is empty")
+    _check_labels(model, features)
+    config = recipe.training_config(len(features), evaluate is not None)
+    state = Trainer(model, features, collator, config, device, output_dir=output_dir,
+                    evaluate=evaluate).train(resume=resume)
+    model.eval()
+    return {"state": state, "dev": state.evaluations}
+
+
+@torch.no_grad()
+def predict(model: nn.Module, features: list[dict], collator: PaddingCollator,
+            device: torch.device, batch_size: int = 128,
+            precision: str = "auto") -> list[torch.Tensor]:
+    """Each feature's logits on the CPU in float32, padding cut off."""
+    model.eval().to(device)
+    precision = resolve_precision(precision, device)
+    results = []
+    for first in range(0, len(features), batch_size):
+        chunk = features[first:first + batch_size]
+        batch = {k: v.to(device) for k, v in collator(chunk).items() if k in MODEL_INPUTS}
+        with autocast(device, precision):
+            logits = model(**batch).logits.float().cpu()
+        results += [row if row.dim() == 1 else row[:len(f["input_ids"])]
+                    for row, f in zip(logits, chunk)]
+    return results
+
+
+def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
+                         labels: list, recipe: FineTuningRecipe | None = None,
+                         max_length: int = 128, dev: tuple[list[str], list] | None = None,
+                         device: torch.device | None = None):
+    """Texts and their labels in, a fine-tuned BertForSequenceClassification out (eval
+    mode). Labels may be any hashable names; they are saved as the config's id2label
+    (as text: config.json has no other way), and the model keeps the labels themselves in
+    `label_values`, so that `classify` gives back 1 for a label 1, not "1".
+    dev=(texts, labels) prints and records dev accuracy after each epoch."""
+    recipe = recipe or FineTuningRecipe(progress=True)
+    texts, labels = _paired(texts, labels, "texts and labels")
+    names = _label_names(labels)
+    index = {name: i for i, name in enumerate(names)}
+    tokenizer = tokenizer.with_max_length(max_length)
+    features = classification_features(tokenizer, [TextExample(t, index[y])
+                                                   for t, y in zip(texts, labels)])
+    seed_everything(recipe.seed)  # the new head's initial weights
+    model = BertForSequenceClassification.from_pretrained(
+        checkpoint, id2label={i: str(name) for i, name in enumerate(names)})
+    device = device or best_device()
+    collator = PaddingCollator(tokenizer.pad_id)
+    evaluate = None
+    if dev is not None:
+        dev_texts, dev_labels = _paired(*dev, "dev texts and dev labels")
+        unseen = sorted({str(y) for y in dev_labels if y not in index})
+        if unseen:
+            raise InputError(f"dev labels {unseen[:5]} never occur in training, so the model "
+                             "cannot predict them; drop those dev texts or add training ones")
+        dev_features = classification_features(
+            tokenizer, [TextExample(t, index[y]) for t, y in zip(dev_texts, dev_labels)])
+
+        def evaluate(trained):  # the accuracy alone: metrics builds on this module
+            logits = predict(trained, dev_features, collator, device)
+            right = sum(int(row.argmax()) == f["labels"] for row, f in zip(logits, dev_features))
+            print(f"dev accuracy {right / len(dev_features):.3f}", file=sys.stderr)
+            return {"dev_accuracy": right / len(dev_features)}
+
+    fine_tune(model, features, recipe, collator, device, evaluate)
+    model.label_values = tuple(names)  # in class order, each of its own type
+    return model
+
+
+def _paired(texts, labels, what: str) -> tuple[list[str], list]:
+    """Texts and labels as two lists of one length: a generator is read once, and one
+    string is one text (not a list of characters)."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    labels = list(labels)
+    if len(texts) != len(labels):
+        raise InputError(f"{what} differ in number ({len(texts)} and {len(labels)}); give "
+                         "one label per text")
+    if not texts:
+        raise InputError(f"no {what}: give at least one labelled text")
+    return texts, labels
+
+
+def _label_names(labels: list) -> list:
+    """The distinct labels, in a stable order, as the classes to learn. Refused when
+    they cannot name classes: unhashable, one class, or two labels Python counts as one
+    (True and 1) or that config.json would save under one name (1 and "1")."""
+    try:
+        distinct = set(labels)
+    except TypeError as error:
+        raise InputError(f"labels must be names such as strings or numbers ({error})") from None
+    typed = {(type(label), label) for label in labels}
+    by_name: dict[str, set] = {}
+    for kind, label in typed:
+        by_name.setdefault(str(label), set()).add(f"{label!r} ({kind.__name__})")
+    clash = next((sorted(group) for group in by_name.values() if len(group) > 1), None)
+    if clash is None and len(typed) > len(distinct):
+        clash = sorted(f"{label!r} ({kind.__name__})" for kind, label in typed)
+    if clash:
+        raise InputError(f"labels {', '.join(clash)} would become one class; spell each "
+                         "label one way")
+    if len(distinct) < 2:
+        raise InputError(f"a classifier needs at least two labels; every text is labelled "
+                         f"{labels[0]!r}")
+    return sorted(distinct, key=str)
+
+
+def classify(model: nn.Module, tokenizer, texts: list[str] | str,
+             device: torch.device | None = None) -> list:
+    """The label that the model gives each text: as it was given to fine_tune_classifier
+    (its type kept) while the model is in memory, else the config's id2label name (a
+    loaded folder). One string is one text."""
+    features = classification_features(tokenizer, [texts] if isinstance(texts, str)
+                                       else list(texts))
+    device = device or next(model.parameters()).device
+    logits = predict(model, features, PaddingCollator(tokenizer.pad_id), device)
+    labels = getattr(model, "label_values", None) or [model.config.id2label[i] for i in
+                                                       range(len(model.config.id2label))]
+    return [labels[int(row.argmax())] for row in logits]
