@@ -1,5 +1,6 @@
-"""The figures of chapters 07 and 08: starts compared on few labels, the two pretraining
-runs, the plateau levers, attention forming, and the label curve.
+"""The figures of chapters 06, 07 and 08: a pretraining run read against its yardsticks,
+starts compared on few labels, two pretraining runs side by side, the plateau levers,
+attention forming, and the label curve.
 
 Drawing code is plumbing, so the chapter calls these and shows the pictures. The shipped
 measurements come from `benchmarks/plateau_levers.py` and `benchmarks/attention_structure.py`
@@ -8,11 +9,48 @@ time those measurements take.
 """
 
 import matplotlib.pyplot as plt
+import torch
 
 from bertbook.comparison import Comparison
 
-__all__ = ["plot_starts_on_tasks", "plot_pretraining_runs", "plot_plateau_levers",
-           "plot_attention_structure", "attention_structure_summary", "plot_label_curve"]
+__all__ = ["plot_pretraining_run", "plot_starts_on_tasks", "plot_pretraining_runs",
+           "plot_plateau_levers", "plot_attention_structure", "attention_structure_summary",
+           "plot_label_curve"]
+
+
+def plot_pretraining_run(result, title: str) -> None:
+    """Chapter 06's run in three panels: the training loss (smoothed over about 50 windows),
+    held-out accuracy against the most frequent piece (and next-sentence accuracy against a
+    coin, when the run has that task), and held-out perplexity against the unigram's."""
+    curve, baselines = result.curve, result.baselines
+    steps = [point["step"] for point in curve]
+    losses = torch.tensor([record["loss"] for record in result.state.history])
+    window = max(1, len(losses) // 50)
+    smoothed = losses.unfold(0, window, window).mean(1)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.4))
+    objective = ("masked LM + next sentence" if result.run.objective == "mlm+nsp"
+                 else "masked LM")
+    axes[0].plot(torch.arange(len(smoothed)) * window + window, smoothed, label=objective)
+    axes[0].set_ylabel("training loss")
+    axes[1].plot(steps, [p["mlm_accuracy"] for p in curve], marker="o", label="masked pieces")
+    axes[1].axhline(baselines["most_frequent"], color="gray", linestyle="--",
+                    label="most frequent piece")
+    if "nsp_accuracy" in curve[0]:  # the paper's second task, apart from the first
+        axes[1].plot(steps, [p["nsp_accuracy"] for p in curve], marker="s",
+                     label="next sentence")
+        axes[1].axhline(0.5, color="gray", linestyle=":", label="a coin")
+    axes[1].set_ylabel("held-out accuracy")
+    axes[2].plot(steps, [p["perplexity"] for p in curve], marker="o", label="held-out")
+    axes[2].axhline(baselines["unigram_perplexity"], color="gray", linestyle=":",
+                    label="unigram")
+    axes[2].set_yscale("log")
+    axes[2].set_ylabel("masked-piece perplexity")
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    plt.tight_layout()
+    plt.show()
 
 
 def plot_starts_on_tasks(results: dict[tuple[str, str], Comparison], starts: list[str],
