@@ -7,8 +7,8 @@ text against the unigram baselines, and saves a folder that `from_pretrained` an
 transformers load. It checks that a folder it resumes was started by the same run on the
 same text. The pretraining models themselves (heads, `BertForPreTraining`,
 `BertForMaskedLM`, `evaluate_pretraining`) are built in chapter 06 and live in
-`bertlib.pretraining_models`; they are re-exported here, so this module is the front door
-to everything pretraining.
+`bertlib.pretraining_models`; they can be imported from here too, so this module is the
+front door to everything pretraining (they stay out of `__all__`: one public name each).
 
 Chapter 06 explains the road in prose; its code is machinery (hashing, resuming, saving),
 so it is written here by hand.
@@ -31,8 +31,10 @@ from bertlib.masking import MaskingRecipe, PretrainingCollator
 from bertlib.pretraining_models import (
     BertForMaskedLM,
     BertForPreTraining,
-    PreTrainingOutput,
     evaluate_pretraining,
+)
+from bertlib.pretraining_models import (
+    PreTrainingOutput as PreTrainingOutput,  # importable from here, as before
 )
 from bertlib.runtime import best_device, seed_everything
 from bertlib.sentence_pairs import SentencePair, sentence_documents, sentence_pairs
@@ -46,10 +48,6 @@ from bertlib.train import (
 )
 
 __all__ = [
-    "PreTrainingOutput",
-    "BertForPreTraining",
-    "BertForMaskedLM",
-    "evaluate_pretraining",
     "unigram_baselines",
     "PretrainingRun",
     "packed_rows",

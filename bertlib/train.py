@@ -5,8 +5,8 @@ resume exactly.
 
 Chapter 06 explains each part in prose; the code is machinery (data order, pinned memory,
 checkpoint files, signals, loss scaling), so it is written here by hand rather than in the
-chapter's reading path. parameter_groups and warmup_then_linear_decay are re-exported, so
-`from bertlib.train import ...` finds every piece of the training loop in one place.
+chapter's reading path. parameter_groups and warmup_then_linear_decay can be imported from
+here too (they stay in bertlib.optimization's `__all__`: one public name each).
 """
 
 import contextlib
@@ -27,8 +27,6 @@ from bertlib.errors import CheckpointError, ConfigError, InputError, TrainingDiv
 from bertlib.optimization import parameter_groups, warmup_then_linear_decay
 
 __all__ = [
-    "parameter_groups",
-    "warmup_then_linear_decay",
     "resolve_precision",
     "autocast",
     "TrainingConfig",
