@@ -5,7 +5,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -181,6 +181,10 @@ Markdown(library_table())
 # Names marked with a chapter are generated from it: a code cell whose first line is
 # `#| export bertlib/NAME.py` is copied into that module by `make export`, and the tests fail
 # if the library and the chapters ever disagree. So the code you read is the code you run.
+# Modules written by hand hold the machinery a chapter explains in prose and then calls
+# (reading and saving checkpoints, the trainer's loop and its checkpoints, the pretraining
+# road): it is real code to read in `bertlib/`, kept out of the chapters so that they show
+# the ideas.
 # The front door, `from bertlib import BertConfig, BertModel, ...`, holds the names a
 # practitioner reaches for; the book's own helpers live in a second package, `bertbook`.
 #

@@ -69,3 +69,19 @@ def test_collapsed_cells_are_collapsed_in_jupyter_too(chapter):
     for cell in code_cells:
         if is_collapsed(cell):
             assert cell.metadata.get("jupyter", {}).get("source_hidden") is True
+
+
+BOOK_CHAPTERS = [c for c in CHAPTERS if not c.stem.startswith("00")]  # the preface shows
+# a set-up cell by taking one apart, so it is the one page with more than one
+
+
+@pytest.mark.parametrize("chapter", BOOK_CHAPTERS, ids=[c.stem for c in BOOK_CHAPTERS])
+def test_a_chapter_opens_with_one_collapsed_set_up_cell(chapter):
+    """Install, size, budget and Drive: one collapsed cell, the only code before the first
+    section that follows it (DESIGN.md's template)."""
+    cells = nbformat.read(chapter.with_suffix(".ipynb"), as_version=4).cells
+    first = next(i for i, cell in enumerate(cells) if cell.cell_type == "code")
+    section = next(i for i in range(first + 1, len(cells))
+                   if cells[i].cell_type == "markdown" and cells[i].source.startswith("## "))
+    set_up = [cell for cell in cells[first:section] if cell.cell_type == "code"]
+    assert len(set_up) == 1 and is_collapsed(set_up[0])
