@@ -36,8 +36,6 @@ __all__ = [
     "check_decays",
     "check_masked_lm_loss",
     "check_all_mask",
-    "check_macro_f1",
-    "check_stratified_sample",
     "check_best_answer_span",
     "check_sentence_logits",
     "check_learning_signals",
@@ -444,45 +442,9 @@ def check_all_mask(all_mask: Callable[[Any], Any]) -> None:
 
 # ---- chapter 07 -------------------------------------------------------------------
 
-def check_macro_f1(macro_f1: Callable[[list[int], list[int], int], float]) -> None:
-    """Exercise 07.1: per-label F1, averaged with equal weight."""
-    check_cases(macro_f1, [
-        Case(([0, 1, 1], [0, 1, 1], 2), 1.0, "all right: every label's F1 is 1"),
-        Case(([1, 1, 1, 1], [0, 1, 1, 1], 2), 3 / 7,
-             "label 0 is never predicted, so its F1 is 0; label 1: precision 3/4, recall 1, "
-             "F1 6/7; the mean is 3/7"),
-        Case(([0, 0, 2, 2], [0, 1, 2, 2], 3), (2 / 3 + 0 + 1) / 3,
-             "label 0: precision 1/2, recall 1 (F1 2/3); label 1: never predicted (0); "
-             "label 2: perfect (1); average over all three labels"),
-        Case(([0, 1], [0, 0], 3), (2 / 3 + 0 + 0) / 3,
-             "a label absent from both lists still counts, with F1 0, when num_labels "
-             "includes it"),
-    ])
-
-
-def check_stratified_sample(stratified_sample: Callable[[list[int], float, int], list[int]]
-                            ) -> None:
-    """Exercise 07.2: a sample that keeps each label's share."""
-    labels = [0] * 30 + [1] * 70
-
-    def summary(fraction: float, seed: int = 0) -> tuple[int, int, bool]:
-        chosen = stratified_sample(labels, fraction, seed)
-        zeros = sum(labels[i] == 0 for i in chosen)
-        return zeros, len(chosen) - zeros, chosen == sorted(set(chosen))
-
-    check_cases(summary, [
-        Case((0.1,), (3, 7, True), "10% of 30 zeros is 3 and of 70 ones is 7; return the "
-                                   "indices sorted, each once"),
-        Case((0.5,), (15, 35, True), "half of each label"),
-        Case((0.01,), (1, 1, True), "round(0.3) = 0 and round(0.7) = 1, but keep at least one "
-                                    "of each label"),
-        Case((1.0,), (30, 70, True), "all of them at fraction 1"),
-    ], name="stratified_sample")
-
-
 def check_best_answer_span(best_answer_span: Callable[[list[float], list[float], int],
                                                    tuple[int, int]]) -> None:
-    """Exercise 07.4: the best (start, end) with start <= end < start + max length."""
+    """Exercise 07.2: the best (start, end) with start <= end < start + max length."""
     check_cases(best_answer_span, [
         Case(([0.0, 5.0, 1.0], [0.0, 1.0, 6.0], 3), (1, 2),
              "the span whose start score plus end score is highest: 5 + 6"),
@@ -500,7 +462,7 @@ def check_best_answer_span(best_answer_span: Callable[[list[float], list[float],
 
 
 def check_sentence_logits(sentence_logits: Callable[..., Any]) -> None:
-    """Exercise 07.5: BERT's sentence head, the pooler then a linear layer, on [CLS]."""
+    """Exercise 07.3: BERT's sentence head, the pooler then a linear layer, on [CLS]."""
     import torch
 
     def logits_of(hidden: list, pooler_weight: list, pooler_bias: list,

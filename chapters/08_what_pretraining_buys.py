@@ -415,7 +415,7 @@ claim(not any(lever["steps_to_leave_plateau"] for lever in masked),
 # "Pretrained beats scratch" is easy to get wrong in both directions. With 20 labels, one
 # draw of them can be lucky; one seed can be lucky; and one learning rate for every start
 # decides the race before it is run, as a model pretrained for minutes and a model of
-# random weights rarely want the same rate (exercise 7.3). So the book's comparison
+# random weights rarely want the same rate (exercise 7.1). So the book's comparison
 # gives every start the same things:
 #
 # * the same **label draws**: `per_class` examples of each topic, drawn anew for each draw;

@@ -91,3 +91,12 @@ def test_a_new_jupytext_release_alone_leaves_the_chapters_up_to_date():
     chapter = CHAPTERS[0].read_text()
     stamped = re.sub(r"jupytext_version: \S+", "jupytext_version: 0.0.1", chapter)
     assert sync.with_nbgrader_metadata(stamped) == stamped
+
+
+def test_the_instructors_table_lists_every_exercise_in_order():
+    """INSTRUCTORS.md's table is what a course plans from: an exercise added, dropped or
+    renumbered in a chapter must show there too."""
+    listed = re.findall(r"^\| (\d+\.\d+) ", (ROOT / "INSTRUCTORS.md").read_text(), re.M)
+    in_chapters = [number for chapter in CHAPTERS
+                   for number in exercises.exercise_numbers(read_chapter(chapter))]
+    assert listed == in_chapters
