@@ -643,16 +643,17 @@ assert not info["missing_keys"] and not info["unexpected_keys"]
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.pretraining`: the MLM head (transform, decoder tied to the embeddings, output
-#   bias; scores only at masked positions when training), the NSP head, `BertForPreTraining`
-#   and `BertForMaskedLM` with `transformers`' names (loading and saving both ways, from
-#   chapter 04's `BertPreTrainedModel`), `evaluate_pretraining` with the unigram yardstick
-#   (`unigram_baselines`), and the one road of every pretraining run: `PretrainingRun`
-#   (the whole description of a run) and `pretrain` (vocabulary, examples, training,
-#   held-out scores, a saved folder, exact resume).
-# * `bertlib.train`: `parameter_groups`, `warmup_then_linear_decay`, the precision policy
-#   (`resolve_precision`, `autocast`), `TrainingConfig`, `Trainer` (accumulation, clipping,
-#   exact resume, divergence stop).
+# * `bertlib.pretraining_models`: the MLM head (transform, decoder tied to the embeddings,
+#   output bias; scores only at masked positions when training), the NSP head,
+#   `BertForPreTraining` and `BertForMaskedLM` with `transformers`' names (loading and
+#   saving both ways, from chapter 04's `BertPreTrainedModel`), `evaluate_pretraining`.
+# * `bertlib.optimization`: `parameter_groups`, `warmup_then_linear_decay`.
+# * Written by hand and described here: `bertlib.pretraining`, the one road of every
+#   pretraining run (`PretrainingRun`, the whole description of a run; `pretrain`:
+#   vocabulary, examples, training, held-out scores against `unigram_baselines`, a saved
+#   folder, exact resume; the models above import from here too); `bertlib.train`, the
+#   precision policy (`resolve_precision`, `autocast`), `TrainingConfig`, `Trainer`
+#   (accumulation, clipping, exact resume, divergence stop).
 # * `bertbook.pretrain`: the book's `SIZES`, `run_for` (a size as a `PretrainingRun`),
 #   `book_documents` and the `python -m bertbook.pretrain` CLI.
 # * `chapter_06_model`: where chapter 08 finds the model this chapter saved (and
