@@ -13,12 +13,10 @@ from bertlib import finetuning
 from bertlib.pretraining import BertForPreTraining
 from bertlib.runtime import seed_everything
 
-__all__ = ["HEAD_CHECKS", "heads_against_transformers", "pretraining_heads_against_transformers"]
+__all__ = ["heads_against_transformers", "pretraining_heads_against_transformers"]
 
 TINY = dict(vocab_size=500, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=128, max_position_embeddings=64, attn_implementation="eager")
-HEAD_CHECKS = ["BertForSequenceClassification", "BertForTokenClassification",
-               "BertForQuestionAnswering"]
 
 
 def heads_against_transformers() -> list[tuple[str, float, float, float]]:
@@ -30,13 +28,12 @@ def heads_against_transformers() -> list[tuple[str, float, float, float]]:
     transformers_logging.set_verbosity_error()
     ids = torch.randint(5, 500, (4, 20))
     inputs = dict(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=ids % 2)
-    labels = {"BertForSequenceClassification": (3, dict(labels=torch.tensor([0, 2, 1, 2]))),
-              "BertForTokenClassification": (3, dict(labels=ids % 3)),
-              "BertForQuestionAnswering": (2, dict(start_positions=torch.tensor([1, 2, 3, 4]),
-                                                   end_positions=torch.tensor([5, 6, 7, 8])))}
+    heads = {"BertForSequenceClassification": (3, dict(labels=torch.tensor([0, 2, 1, 2]))),
+             "BertForTokenClassification": (3, dict(labels=ids % 3)),
+             "BertForQuestionAnswering": (2, dict(start_positions=torch.tensor([1, 2, 3, 4]),
+                                                  end_positions=torch.tensor([5, 6, 7, 8])))}
     rows = []
-    for name in HEAD_CHECKS:
-        num_labels, targets = labels[name]
+    for name, (num_labels, targets) in heads.items():  # class name: (labels, targets)
         seed_everything(0)
         reference = getattr(transformers, name)(
             transformers.BertConfig(**TINY, num_labels=num_labels)).eval()

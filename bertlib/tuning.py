@@ -159,7 +159,7 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
         dev_features = classification_features(
             tokenizer, [TextExample(t, index[y]) for t, y in zip(dev_texts, dev_labels)])
 
-        def evaluate(trained):  # the accuracy alone: metrics builds on this module
+        def evaluate(trained):  # the accuracy alone: bertlib.evaluation imports this module
             logits = predict(trained, dev_features, collator, device)
             right = sum(int(row.argmax()) == f["labels"] for row, f in zip(logits, dev_features))
             print(f"dev accuracy {right / len(dev_features):.3f}", file=sys.stderr)
