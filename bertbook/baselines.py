@@ -1,11 +1,12 @@
-"""Baselines that read the text without a Transformer, for chapter 07's link tasks.
+"""Baselines that read the text without a Transformer, for chapter 07's tasks.
 
-A fine-tuned model is only as impressive as the simplest thing it beats. For tagging the
-words that Wikipedia's editors linked, the simple thing is a dictionary: each word gets the
-tag it had most often in training. For finding the mention of an article whose title is the
-question, it is string matching: the title often appears in the paragraph verbatim. Both read
-the same features the models read (chapter 07's `tagging_features` and `span_qa_features`)
-and are scored the way `bertlib.metrics` scores a model.
+A fine-tuned model is only as impressive as the simplest thing it beats. For a label, the
+simple thing is the most frequent one. For tagging the words that Wikipedia's editors
+linked, it is a dictionary: each word gets the tag it had most often in training. For
+finding the mention of an article whose title is the question, it is string matching: the
+title often appears in the paragraph verbatim. All read the same features the models read
+(chapter 07's `classification_features`, `tagging_features` and `span_qa_features`) and
+are scored the way `bertlib.evaluation` scores a model.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from collections.abc import Callable
 from bertlib.batch import IGNORE_INDEX
 from bertlib.evaluation import mention_f1
 
-__all__ = ["dictionary_tagger", "string_match_span", "tagging_baseline", "word_keys"]
+__all__ = ["dictionary_tagger", "majority_rate", "string_match_rate", "string_match_span",
+           "tagging_baseline", "word_keys"]
+
+
+def majority_rate(test: list[dict]) -> float:
+    """Accuracy of always answering the most frequent label of `test`: the share a
+    classifier must beat to have learned anything from the text."""
+    return Counter(feature["labels"] for feature in test).most_common(1)[0][1] / len(test)
 
 
 def word_keys(feature: dict) -> list[tuple[int, ...]]:
@@ -67,3 +75,9 @@ def string_match_span(feature: dict) -> tuple[int, int]:
             if n > longest:
                 longest, start = n, i
     return offset + start, offset + start + max(longest, 1) - 1
+
+
+def string_match_rate(test: list[dict]) -> float:
+    """Exact match of string_match_span: the share of questions whose longest match is one
+    of the gold answers, counted as evaluate_span_qa counts a model's."""
+    return sum(string_match_span(feature) in feature["answers"] for feature in test) / len(test)

@@ -8,11 +8,22 @@ those shapes in a small function of its own, which the tests check on rows writt
 
 from __future__ import annotations
 
+from bertbook.datasets import CONLL_TAGS
 from bertlib.errors import DataUnavailable
+from bertlib.evaluation import evaluate_classification, evaluate_span_qa, evaluate_tagging
+from bertlib.finetuning import (
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    classification_features,
+    span_qa_features,
+    tagging_features,
+)
 from bertlib.task_data import SpanQuestion, TaggedWords, TextExample
 
 __all__ = ["CONLL2003_HUB", "GLUE_HUB", "SQUAD_HUB", "PAPER_RESULTS", "conll2003", "conll_words",
-           "glue_examples", "glue_task", "hub_dataset", "squad", "squad_questions"]
+           "glue_examples", "glue_task", "hub_dataset", "paper_benchmark_tasks", "squad",
+           "squad_questions"]
 
 GLUE_TEXT_FIELDS = {"sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
                     "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2")}
@@ -98,3 +109,19 @@ def squad() -> dict[str, list[SpanQuestion]]:
     name, revision = SQUAD_HUB
     data = hub_dataset(name, revision=revision)
     return {"train": squad_questions(data["train"]), "test": squad_questions(data["validation"])}
+
+
+def paper_benchmark_tasks(max_length: int) -> dict[str, tuple]:
+    """SST-2, MRPC, CoNLL-2003 and SQuAD v1.1 as chapter 07's tasks: (splits, features, head,
+    head options, evaluation, length in pieces). A SQuAD paragraph gets three times the
+    length of a sentence, as it is the longest input. Online only: each reads the hub."""
+    sentence = (classification_features, BertForSequenceClassification, {},
+                evaluate_classification, max_length)
+    return {
+        "SST-2": (glue_task("sst2"), *sentence),
+        "MRPC": (glue_task("mrpc"), *sentence),
+        "CoNLL-2003": (conll2003(), tagging_features, BertForTokenClassification,
+                       {"num_labels": len(CONLL_TAGS)}, evaluate_tagging, max_length),
+        "SQuAD v1.1": (squad(), span_qa_features, BertForQuestionAnswering, {},
+                       evaluate_span_qa, 3 * max_length),
+    }

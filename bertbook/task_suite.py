@@ -13,7 +13,9 @@ from collections.abc import Callable
 
 import torch
 
+from bertbook.baselines import majority_rate, string_match_rate, tagging_baseline
 from bertlib.batch import PaddingCollator
+from bertlib.evaluation import evaluate_span_qa, evaluate_tagging
 from bertlib.runtime import seed_everything
 from bertlib.tuning import fine_tune
 
@@ -48,7 +50,7 @@ class TaskSuite:
         tokenizer, load, recipe = self.starts[start]
         _, _, head, options, evaluate, _ = self.tasks[task]
         train = sample(self.features(tokenizer, task, "train"), n_train, seed=draw)
-        test = sample(self.features(tokenizer, task, "test"), self.eval_cap, seed=1)
+        test = self.test_sample(tokenizer, task)
         seed_everything(0)
         model = load(head, options)
         started = time.perf_counter()
@@ -58,3 +60,21 @@ class TaskSuite:
               f"{(time.perf_counter() - started) / 60:4.1f} min -> "
               + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()))
         return scores
+
+    def test_sample(self, tokenizer, task: str) -> list[dict]:
+        """The test features every score of `task` is counted on (the same for every run)."""
+        return sample(self.features(tokenizer, task, "test"), self.eval_cap, seed=1)
+
+    def baseline(self, start: str, task: str, n_train: int | None = None) -> float:
+        """The task's score without a Transformer, on the test sample of `scores`: the
+        dictionary tagger trained on the same n_train examples for tagging, string matching
+        for span QA, the most frequent label otherwise."""
+        tokenizer = self.starts[start][0]
+        evaluate = self.tasks[task][4]
+        test = self.test_sample(tokenizer, task)
+        if evaluate is evaluate_tagging:
+            train = sample(self.features(tokenizer, task, "train"), n_train)
+            return tagging_baseline(train, test)
+        if evaluate is evaluate_span_qa:
+            return string_match_rate(test)
+        return majority_rate(test)

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-# From chapters/07_fine_tuning.py, cell 8.
+# From chapters/07_fine_tuning.py, cell 6.
 @register_output
 @dataclass
 class TaskOutput(ModelOutput):
@@ -53,7 +53,7 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> to
     return F.cross_entropy(logits.flatten(0, -2).float(), labels.flatten())
 
 
-# From chapters/07_fine_tuning.py, cell 9.
+# From chapters/07_fine_tuning.py, cell 7.
 class BertTaskModel(BertPreTrainedModel):
     """An encoder with a task head. config.num_labels sizes a labelling head (id2label
     names the labels); config.is_decoder makes the encoder read left to right."""
@@ -70,7 +70,7 @@ class BertTaskModel(BertPreTrainedModel):
         return self.config.num_labels
 
 
-# From chapters/07_fine_tuning.py, cell 10.
+# From chapters/07_fine_tuning.py, cell 8.
 class BertForSequenceClassification(BertTaskModel):
     """A label for a sentence or a sentence pair, read from the pooled summary vector."""
 
@@ -96,7 +96,7 @@ class BertForSequenceClassification(BertTaskModel):
                           encoded.attentions).returned(return_dict)
 
 
-# From chapters/07_fine_tuning.py, cell 11.
+# From chapters/07_fine_tuning.py, cell 9.
 class BertForTokenClassification(BertTaskModel):
     """A label for every token (labels of -100 are skipped: continuation pieces, padding)."""
 
@@ -116,7 +116,7 @@ class BertForTokenClassification(BertTaskModel):
                           encoded.attentions).returned(return_dict)
 
 
-# From chapters/07_fine_tuning.py, cell 12.
+# From chapters/07_fine_tuning.py, cell 10.
 class BertForQuestionAnswering(BertTaskModel):
     """Start and end scores for every token; the answer is the best span (best_span)."""
 
@@ -139,7 +139,7 @@ class BertForQuestionAnswering(BertTaskModel):
                           encoded.attentions).returned(return_dict)
 
 
-# From chapters/07_fine_tuning.py, cell 16.
+# From chapters/07_fine_tuning.py, cell 14.
 def classification_features(tokenizer, examples: list[TextExample | str],
                             max_length: int | None = None) -> list[dict]:
     """input ids, segment ids and the label of each TextExample; a plain string is a text
@@ -163,7 +163,7 @@ def pieces_of(tokenizer, word: str) -> list[int]:
     return [tokenizer.vocab[piece] for piece in tokenizer.tokenize(word)]
 
 
-# From chapters/07_fine_tuning.py, cell 17.
+# From chapters/07_fine_tuning.py, cell 15.
 def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> list[dict]:
     """Windows of whole words (at most max_length pieces with [CLS] and [SEP]); each word's
     tag on its first piece, -100 on the other pieces and on [CLS]/[SEP]."""
@@ -188,7 +188,7 @@ def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> li
     return features
 
 
-# From chapters/07_fine_tuning.py, cell 18.
+# From chapters/07_fine_tuning.py, cell 16.
 def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
                      max_question: int = 24) -> list[dict]:
     """[CLS] question [SEP] paragraph [SEP], cut to max_length pieces, with every answer

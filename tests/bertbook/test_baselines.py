@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from bertbook.baselines import dictionary_tagger, string_match_span, tagging_baseline, word_keys
+from bertbook.baselines import (
+    dictionary_tagger,
+    majority_rate,
+    string_match_rate,
+    string_match_span,
+    tagging_baseline,
+    word_keys,
+)
+from bertbook.task_suite import TaskSuite
+from bertlib.evaluation import evaluate_classification, evaluate_span_qa, evaluate_tagging
 
 IGNORE = -100
 
@@ -41,3 +50,29 @@ def test_string_matching_finds_the_longest_run_of_the_question_in_the_paragraph(
     assert string_match_span(feature) == (4 + 3, 4 + 4)
     nothing = {"input_ids": [101, 50, 102, 40, 41, 102], "token_type_ids": [0] * 3 + [1] * 3}
     assert string_match_span(nothing) == (3, 3)
+
+
+def test_the_majority_rate_is_the_share_of_the_most_frequent_label():
+    assert majority_rate([{"labels": 1}, {"labels": 0}, {"labels": 1}, {"labels": 1}]) == 0.75
+
+
+def test_the_string_match_rate_counts_matches_that_are_gold_answers():
+    feature = {"input_ids": [101, 30, 102, 40, 30, 102], "token_type_ids": [0] * 3 + [1] * 3}
+    right, wrong = {**feature, "answers": [(4, 4)]}, {**feature, "answers": [(3, 3)]}
+    assert string_match_rate([right, wrong, right]) == 2 / 3
+
+
+def test_the_suite_picks_the_baseline_by_how_the_task_is_scored():
+    labelled = [{"labels": 1}, {"labels": 1}, {"labels": 0}]
+    words = [tagged([[5], [6]], [1, 0])]
+    question = {"input_ids": [101, 30, 102, 40, 30, 102], "token_type_ids": [0] * 3 + [1] * 3,
+                "answers": [(4, 4)]}
+    tasks = {name: ({"train": data, "test": data}, lambda tokenizer, examples, n: examples,
+                    None, {}, evaluate, 8)
+             for name, data, evaluate in [("classify", labelled, evaluate_classification),
+                                          ("tag", words, evaluate_tagging),
+                                          ("qa", [question], evaluate_span_qa)]}
+    suite = TaskSuite(tasks, {"start": (None, None, None)}, None, None, eval_cap=None)
+    assert suite.baseline("start", "classify") == 2 / 3
+    assert suite.baseline("start", "tag") == 1.0  # the dictionary saw these very words
+    assert suite.baseline("start", "qa") == 1.0

@@ -154,8 +154,10 @@ def test_wikipedia_links_are_spans_of_the_clean_text():
     paragraphs = datasets.wikipedia_links()
     assert len(paragraphs) > 4_000 and sum(len(p.links) for p in paragraphs) > 15_000
     for paragraph in paragraphs:
-        assert "[[" not in paragraph.text and "\ue000" not in paragraph.text
+        assert "[[" not in paragraph.text
+        assert not any(fence in paragraph.text for fence in "\ue000\ue001\ue002")
         for start, end, target in paragraph.links:
+            assert 0 <= start < end <= len(paragraph.text)
             assert paragraph.text[start:end].strip() and target.strip()
 
 
@@ -200,3 +202,16 @@ def test_hub_datasets_offline_name_the_dataset(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=offline))
     with pytest.raises(errors.DataUnavailable, match="could not load 'rajpurkar/squad'"):
         benchmarks.squad()
+
+
+def test_the_paper_benchmarks_are_chapter_07_tasks_with_squad_three_times_as_long(monkeypatch):
+    read = []
+    monkeypatch.setattr(benchmarks, "glue_task", lambda task: read.append(task) or {})
+    monkeypatch.setattr(benchmarks, "conll2003", lambda: read.append("conll") or {})
+    monkeypatch.setattr(benchmarks, "squad", lambda: read.append("squad") or {})
+    tasks = benchmarks.paper_benchmark_tasks(64)
+    assert read == ["sst2", "mrpc", "conll", "squad"]
+    assert {name: task[-1] for name, task in tasks.items()} == {
+        "SST-2": 64, "MRPC": 64, "CoNLL-2003": 64, "SQuAD v1.1": 192}
+    assert tasks["CoNLL-2003"][3] == {"num_labels": len(datasets.CONLL_TAGS)}
+    assert all(len(task) == 6 for task in tasks.values())

@@ -100,3 +100,16 @@ def test_the_instructors_table_lists_every_exercise_in_order():
     in_chapters = [number for chapter in CHAPTERS
                    for number in exercises.exercise_numbers(read_chapter(chapter))]
     assert listed == in_chapters
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS[1:], ids=lambda c: c.stem)
+def test_each_chapter_ends_with_8_to_15_recall_questions_each_answered(chapter):
+    """Issue 26: recall questions close chapters 01-11, with the answers (numbered as the
+    questions) in the instructor's copy only, inside the solution markers."""
+    cells = read_chapter(chapter).cells
+    statement, answer = cells[-2].source, cells[-1].source
+    assert re.match(r"\*\*Exercise \d+\.\d+ — recall\.\*\*", statement)
+    questions = re.findall(r"^(\d+)\. ", statement, re.M)
+    assert 8 <= len(questions) <= 15
+    assert answer.startswith(exercises.SOLUTION[0]) and answer.endswith(exercises.SOLUTION[1])
+    assert re.findall(r"^(\d+)\. ", answer, re.M) == questions

@@ -7,13 +7,12 @@ cell except those collapsed by the `hide-input` tag. The design's budgets, per c
 * the first result (an output of a visible cell) within the first 150 visible lines;
 * the `.py` source at most 900 lines.
 
-A chapter that is not yet inside a budget is listed in `NOT_YET` with the ceiling it may not
-exceed, so that no change makes the reading path longer while the chapters are reworked.
-`make sync` also gives every `hide-input` cell `jupyter.source_hidden`, the flag Jupyter
-and Colab honour (the tag is what the HTML book honours).
+Every chapter is inside these budgets, and a test keeps it so. `make sync` also gives every
+`hide-input` cell `jupyter.source_hidden`, the flag Jupyter and Colab honour (the tag is
+what the HTML book honours).
 
     python tools/build/reading_path.py            # the table
-    python tools/build/reading_path.py --check    # exit 1 when a chapter is over its ceiling
+    python tools/build/reading_path.py --check    # exit 1 when a chapter is over budget
 """
 
 from __future__ import annotations
@@ -50,9 +49,6 @@ BUDGET = ReadingPath(visible_lines=350, longest_cell=40, first_result_at=150,
 # Chapter 07 alone: its plumbing now lives in bertlib and bertbook, and what keeps its .py
 # over 900 lines is content (five tasks, your chapter 06 model beside scratch and MiniLM,
 # the paper's table, SQuAD 2.0's rule, four exercises and the recall questions).
-NOT_YET: dict[str, dict[str, int]] = {
-    "07_fine_tuning": {"source_lines": 962},
-}
 
 
 def is_collapsed(cell: nbformat.NotebookNode) -> bool:
@@ -81,13 +77,12 @@ def chapter_reading_path(chapter: Path) -> ReadingPath:
     return reading_path(notebook, len(chapter.read_text(encoding="utf-8").splitlines()))
 
 
-def over_budget(name: str, path: ReadingPath) -> list[str]:
-    """What in a chapter's reading path exceeds its ceiling (BUDGET, or NOT_YET's)."""
-    ceilings = {**asdict(BUDGET), **NOT_YET.get(name, {})}
+def over_budget(path: ReadingPath) -> list[str]:
+    """What in a chapter's reading path exceeds BUDGET."""
     measured = asdict(path)
     if measured["first_result_at"] is None:
         return ["no visible cell shows a result"]
-    return [f"{key} {measured[key]} > {limit}" for key, limit in ceilings.items()
+    return [f"{key} {measured[key]} > {limit}" for key, limit in asdict(BUDGET).items()
             if measured[key] > limit]
 
 
@@ -99,10 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'chapter':34} visible longest first-result source  budget")
     for chapter in chapter_sources(ROOT):
         path = chapter_reading_path(chapter)
-        problems = over_budget(chapter.stem, path)
+        problems = over_budget(path)
         failures += bool(problems)
-        state = "; ".join(problems) or ("within" if chapter.stem not in NOT_YET
-                                        else "not yet, within its ceiling")
+        state = "; ".join(problems) or "within"
         print(f"{chapter.stem:34} {path.visible_lines:7} {path.longest_cell:7} "
               f"{path.first_result_at!s:>12} {path.source_lines:6}  {state}")
     return 1 if args.check and failures else 0
