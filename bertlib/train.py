@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from torch import nn
 
 from bertlib.errors import CheckpointError, ConfigError, InputError, TrainingDiverged
 from bertlib.optimization import parameter_groups, warmup_then_linear_decay
+from bertlib.runtime import cpu_has_fast_bf16
 
 __all__ = [
     "resolve_precision",
@@ -42,13 +44,18 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     * fp16 with a gradient scaler on an older GPU: a T4 (7.5) reports bf16 as supported,
       but only emulates it, with no tensor cores and no fused attention;
     * fp32 on a CPU or anything else: bf16 on a CPU helps only some models on some CPUs
-      (chapter 10 measures it), so it is asked for by name, never assumed.
+      (chapter 10 measures it), so it is asked for by name, never assumed; asked for on a
+      CPU without fast bf16 products (`cpu_has_fast_bf16`), it warns.
     """
     if precision not in ("auto", "fp32", "bf16", "fp16"):
         raise ConfigError(f"precision must be auto, fp32, bf16 or fp16, not {precision!r}")
     if precision != "auto":
         if precision == "fp16" and device.type != "cuda":
             raise ConfigError("fp16 training needs a CUDA device; use bf16 or fp32 here")
+        if precision == "bf16" and device.type == "cpu" and not cpu_has_fast_bf16():
+            warnings.warn("this CPU has no fast bf16 products (oneDNN's bf16 needs AVX-512), "
+                          "so bf16 trains tens of times slower than fp32 here: ask for "
+                          "precision='fp32' (or 'auto')", stacklevel=2)
         return precision
     if device.type == "cuda":
         return "bf16" if torch.cuda.get_device_capability(device) >= (8, 0) else "fp16"

@@ -370,8 +370,9 @@ assert warmup_then_linear_decay(0, 10, 100) == 0 and warmup_then_linear_decay(10
 # The whole library follows one policy, `resolve_precision`: `"auto"` is bf16 on GPUs that
 # have bf16 tensor cores (compute capability 8.0 and up), fp16 with the scaler on older
 # ones (a T4 says it supports bf16, but only emulates it, slowly), and fp32 on a CPU. A run
-# that wants bf16 on a CPU asks for it by name, as this chapter's `cpu` size does: for a
-# model of bert-mini's size, on a CPU with bf16 instructions, it pays.
+# that wants bf16 on a CPU asks for it by name, as chapter 07 does for MiniLM where
+# `cpu_has_fast_bf16()` says the CPU has oneDNN's bf16 products (AVX-512); without them bf16
+# runs tens of times slower than fp32, and the policy warns.
 
 # %% [markdown]
 # ## The trainer

@@ -4,10 +4,12 @@ intact."""
 import os
 import signal
 import sys
+import warnings
 
 import pytest
 import torch
 
+import bertlib.train as train_module
 from bertbook.corpora import wikipedia_articles
 from bertlib.config import BertConfig
 from bertlib.errors import CheckpointError, ConfigError, TrainingDiverged
@@ -124,7 +126,6 @@ def test_schedule_and_precision_choices():
     assert [warmup_then_linear_decay(s, 2, 6) for s in range(7)] == [
         0, 0.5, 1, 0.75, 0.5, 0.25, 0]
     assert resolve_precision("auto", torch.device("cpu")) == "fp32"  # bf16 only by name
-    assert resolve_precision("bf16", torch.device("cpu")) == "bf16"
     with pytest.raises(ValueError, match="CUDA"):
         resolve_precision("fp16", torch.device("cpu"))
     with pytest.raises(ValueError, match="warmup_steps"):
@@ -136,6 +137,21 @@ def test_too_small_a_dataset_is_a_clear_error(data):
     model = BertForPreTraining(BertConfig.preset("bert-tiny", vocab_size=tokenizer.vocab_size))
     with pytest.raises(ValueError, match="fewer than one batch"):
         Trainer(model, pairs[:3], PretrainingCollator(tokenizer), TrainingConfig(steps=2))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_bf16_on_a_cpu_warns_only_where_it_is_slow(monkeypatch, fast):
+    """Without oneDNN's bf16 (no AVX-512) bf16 products fall back to a loop tens of times
+    slower than fp32: asking for bf16 there is kept, with a warning that says what to do."""
+    monkeypatch.setattr(train_module, "cpu_has_fast_bf16", lambda: fast)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert resolve_precision("bf16", torch.device("cpu")) == "bf16"
+    messages = [str(w.message) for w in caught]
+    if fast:
+        assert messages == []
+    else:
+        assert len(messages) == 1 and "precision='fp32'" in messages[0]
 
 
 @pytest.mark.parametrize("capability, expected", [((7, 5), "fp16"), ((8, 0), "bf16"),
