@@ -106,6 +106,7 @@ def test_resume_with_another_length_is_refused(data, tmp_path):
         _trainer(data, tmp_path / "r", steps=8).train(resume=True)
 
 
+@pytest.mark.filterwarnings("ignore:this CPU has no fast bf16")  # bf16 on purpose
 def test_bf16_autocast_trains_on_cpu(data, tmp_path):
     trainer = _trainer(data, None, steps=3, precision="bf16", checkpoint_every=0)
     history = trainer.train().history
@@ -186,6 +187,7 @@ def test_resume_reads_the_checkpoint_onto_the_cpu_first(data, tmp_path, monkeypa
     assert resumed.state.step == 4 and len(restored) == 1
 
 
+@pytest.mark.filterwarnings("ignore:this CPU has no fast bf16")  # bf16 on purpose
 def test_a_checkpoint_resumed_in_another_precision_is_refused(data, tmp_path):
     _trainer(data, tmp_path, steps=4).train()
     with pytest.raises(CheckpointError, match="trained in fp32, this run resolves to bf16"):
