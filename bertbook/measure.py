@@ -159,16 +159,33 @@ def datasheet_peak_flops(device: torch.device) -> float | None:
     return None
 
 
-def matmul_flops_per_second(device: torch.device, dtype: torch.dtype = torch.float32,
-                            size: int = 2048, repeats: int = 5) -> float:
-    """The rate of one large square matrix product here: a practical peak."""
+def _product_seconds(device: torch.device, dtype: torch.dtype, size: int,
+                     count: int) -> list[float]:
+    """The wall time of each of `count` products of two random size x size matrices."""
     a = torch.randn(size, size, device=device, dtype=dtype)
     b = torch.randn(size, size, device=device, dtype=dtype)
     seconds = []
-    for _ in range(repeats + 1):
+    for _ in range(count):
         started = time.perf_counter()
         (a @ b).sum().item()
         seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def matmul_flops_per_second(device: torch.device, dtype: torch.dtype = torch.float32,
+                            size: int = 2048, repeats: int = 5,
+                            budget_seconds: float = 5.0) -> float:
+    """The rate of one large square matrix product here: a practical peak.
+
+    A product of side 256 is timed first, and the side is halved while the timed products
+    would take more than budget_seconds: a CPU without fast bf16 (no AVX-512) multiplies
+    bf16 so slowly that six products of side 2048 took six minutes on one. The rate is the
+    answer, and a smaller product only understates it a little.
+    """
+    probe = statistics.median(_product_seconds(device, dtype, 256, 3)[1:])  # first warms up
+    while size > 256 and probe * (size / 256) ** 3 * (repeats + 1) > budget_seconds:
+        size //= 2
+    seconds = _product_seconds(device, dtype, size, repeats + 1)
     return 2 * size**3 / statistics.median(seconds[1:])
 
 
