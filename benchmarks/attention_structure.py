@@ -31,13 +31,13 @@ from pathlib import Path
 
 import torch
 
-import bertlib.left_to_right  # noqa: F401  (registers the left-to-right objective)
+import bertlib.pretraining.models  # noqa: F401  (registers the left-to-right objective)
 from bertbook.datasets import bbc_news, split_of
 from bertbook.pretrain import run_for
 from bertlib.batch import IGNORE_INDEX
-from bertlib.config import BertConfig
-from bertlib.model import BertModel
-from bertlib.pretraining import pretrain
+from bertlib.core.config import BertConfig
+from bertlib.core.encoder import BertModel
+from bertlib.pretraining.run import pretrain
 from bertlib.runtime import seed_everything
 from bertlib.tokenizer import train_wordpiece
 

@@ -25,9 +25,9 @@ from torch.profiler import ProfilerActivity, profile
 
 from bertbook.measure import datasheet_peak_flops, training_flops_per_token, training_step
 from bertlib.batch import IGNORE_INDEX
-from bertlib.config import BertConfig
-from bertlib.pretraining import BertForPreTraining
-from bertlib.train import resolve_precision
+from bertlib.core.config import BertConfig
+from bertlib.pretraining.models import BertForPreTraining
+from bertlib.runtime import resolve_precision
 
 SEQ = 128
 SDPA_KERNELS = {  # profiler operator names -> the kernel's usual name

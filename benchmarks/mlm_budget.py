@@ -26,8 +26,8 @@ import torch
 from bertbook.comparison import clear_win, compare_start, scratch_like, start_from
 from bertbook.datasets import bbc_news, news_topics, split_of
 from bertbook.pretrain import run_for
-from bertlib.pretraining import pretrain
-from bertlib.tuning import FineTuningRecipe
+from bertlib.finetuning.run import FineTuningRecipe
+from bertlib.pretraining.run import pretrain
 
 # Shipped in the book package, so that chapter 08 shows the table on Colab too.
 RESULTS = Path(__file__).parents[1] / "bertbook" / "resources" / "mlm_budget.json"

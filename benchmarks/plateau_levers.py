@@ -1,7 +1,7 @@
 """The masked LM's plateau, lever by lever: chapter 08's table comes from this script.
 
 Every run pretrains bert-tiny on the unlabelled text of the BBC training articles with
-`bertlib.pretraining.pretrain`, changing one setting of BERT's recipe at a time (and
+`bertlib.pretraining.run.pretrain`, changing one setting of BERT's recipe at a time (and
 the two best together), and is scored on the same hidden pieces of the dev articles. For
 each it records the learning curve and the step at which the held-out loss first lies a
 nat below the unigram line (`steps_to_leave_plateau`). Runs use one thread each, `--jobs`
@@ -26,7 +26,7 @@ from bertbook.comparison import steps_to_leave_plateau
 from bertbook.corpora import load_corpus
 from bertbook.datasets import bbc_news, split_of
 from bertbook.pretrain import run_for
-from bertlib.pretraining import pretrain
+from bertlib.pretraining.run import pretrain
 
 # Shipped in the book package, so that the chapter shows the table on Colab too.
 RESULTS = Path(__file__).parents[1] / "bertbook" / "resources" / "plateau_levers.json"

@@ -31,8 +31,8 @@ from bertbook.measure import (
     training_step,
 )
 from bertlib.batch import IGNORE_INDEX
-from bertlib.config import BertConfig
-from bertlib.pretraining import BertForPreTraining
+from bertlib.core.config import BertConfig
+from bertlib.pretraining.models import BertForPreTraining
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MASKED_FRACTION = 0.15

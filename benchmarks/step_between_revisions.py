@@ -24,8 +24,8 @@ CHILD = """
 import json, statistics, sys, time, torch
 sys.path.insert(0, {benchmarks!r})
 from pretraining_step import masked_batch
-from bertlib.config import BertConfig
-from bertlib.pretraining import BertForPreTraining
+from bertlib.core.config import BertConfig
+from bertlib.pretraining.models import BertForPreTraining
 from bertbook.measure import training_step
 torch.set_num_threads({threads})
 torch.manual_seed(0)

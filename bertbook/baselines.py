@@ -6,7 +6,7 @@ linked, it is a dictionary: each word gets the tag it had most often in training
 finding the mention of an article whose title is the question, it is string matching: the
 title often appears in the paragraph verbatim. All read the same features the models read
 (chapter 07's `classification_features`, `tagging_features` and `span_qa_features`) and
-are scored the way `bertlib.evaluation` scores a model.
+are scored the way `bertlib.finetuning.run` scores a model.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 
 from bertlib.batch import IGNORE_INDEX
-from bertlib.evaluation import mention_f1
+from bertlib.finetuning.run import mention_f1
 
 __all__ = ["dictionary_tagger", "majority_rate", "string_match_rate", "string_match_span",
            "tagging_baseline", "word_keys"]

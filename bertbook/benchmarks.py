@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from bertbook.datasets import CONLL_TAGS
 from bertlib.errors import DataUnavailable
-from bertlib.evaluation import evaluate_classification, evaluate_span_qa, evaluate_tagging
-from bertlib.finetuning import (
+from bertlib.finetuning.examples import SpanQuestion, TaggedWords, TextExample
+from bertlib.finetuning.models import (
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -19,7 +19,7 @@ from bertlib.finetuning import (
     span_qa_features,
     tagging_features,
 )
-from bertlib.task_data import SpanQuestion, TaggedWords, TextExample
+from bertlib.finetuning.run import evaluate_classification, evaluate_span_qa, evaluate_tagging
 
 __all__ = ["CONLL2003_HUB", "GLUE_HUB", "SQUAD_HUB", "PAPER_RESULTS", "conll2003", "conll_words",
            "glue_examples", "glue_task", "hub_dataset", "paper_benchmark_tasks", "squad",

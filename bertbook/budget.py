@@ -25,7 +25,7 @@ from bertbook.measure import (
     forward_flops_per_token,
     training_flops_per_token,
 )
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 
 __all__ = ["ASSUMED_UTILISATION", "REFERENCE_GPUS", "GPU_BUDGET_MINUTES",
            "PRETRAINING_BUDGET_MINUTES", "WIKITEXT_TOKENS_PER_ARTICLE", "Work", "training_work",

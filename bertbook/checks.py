@@ -286,7 +286,7 @@ def check_layer_norm(layer_norm: Callable[..., Any]) -> None:
 
 def check_feed_forward_share(feed_forward_share: Callable[[Any], float]) -> None:
     """Exercise 04.2: the fraction of parameters in the feed-forward blocks."""
-    from bertlib.config import BertConfig
+    from bertlib.core.config import BertConfig
 
     def share_of(**fields: int) -> float:
         return round(feed_forward_share(BertConfig(**fields)), 6)
@@ -418,7 +418,7 @@ def check_masked_lm_loss(masked_lm_loss: Callable[[Any, Any], Any]) -> None:
 
 def check_all_mask(all_mask: Callable[[Any], Any]) -> None:
     """Exercise 06.5: the same masking recipe with every chosen piece shown as [MASK]."""
-    from bertlib.masking import MaskingRecipe
+    from bertlib.pretraining.masking import MaskingRecipe
 
     def fields(recipe: MaskingRecipe) -> tuple:
         got = all_mask(recipe)

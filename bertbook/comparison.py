@@ -15,14 +15,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlib.batch import PaddingCollator
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 from bertlib.errors import InputError
-from bertlib.evaluation import evaluate_classification
-from bertlib.finetuning import BertForSequenceClassification, classification_features
+from bertlib.finetuning.examples import TextExample
+from bertlib.finetuning.models import BertForSequenceClassification, classification_features
+from bertlib.finetuning.run import FineTuningRecipe, evaluate_classification, fine_tune
 from bertlib.runtime import seed_everything
-from bertlib.task_data import TextExample
 from bertlib.tokenizer import BertTokenizer
-from bertlib.tuning import FineTuningRecipe, fine_tune
 
 __all__ = [
     "steps_to_leave_plateau",

@@ -19,7 +19,7 @@ from bertbook.corpora import (
     wiki_paragraphs,
 )
 from bertbook.package_data import cache_dir, cached_rows, package_file
-from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, tag_names, words_in
+from bertlib.finetuning.examples import SpanQuestion, TaggedWords, TextExample, tag_names, words_in
 
 __all__ = [
     "MINILM_INSTALL",

@@ -7,7 +7,7 @@ is the book's bookkeeping, not BERT's, so it lives here rather than in the chapt
 
 from bertbook.budget import Work, fine_tuning_work, pretraining_work, training_work
 from bertbook.datasets import minilm_dir
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 
 __all__ = ["fine_tuning_chapter_work", "what_pretraining_buys_work", "one_device_work"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 
 __all__ = [
     "interleaved_timings",

@@ -9,8 +9,8 @@ import tempfile
 
 import torch
 
-from bertlib import finetuning
-from bertlib.pretraining import BertForPreTraining
+from bertlib.finetuning import models as task_models
+from bertlib.pretraining.models import BertForPreTraining
 from bertlib.runtime import seed_everything
 
 __all__ = ["heads_against_transformers", "pretraining_heads_against_transformers"]
@@ -39,7 +39,7 @@ def heads_against_transformers() -> list[tuple[str, float, float, float]]:
             transformers.BertConfig(**TINY, num_labels=num_labels)).eval()
         with tempfile.TemporaryDirectory() as folder:
             reference.save_pretrained(folder)
-            ours = getattr(finetuning, name).from_pretrained(folder)
+            ours = getattr(task_models, name).from_pretrained(folder)
         with torch.no_grad():
             mine, theirs = ours(**inputs, **targets), reference(**inputs, **targets)
         their_logits = (theirs.logits if hasattr(theirs, "logits")

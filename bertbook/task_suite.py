@@ -15,9 +15,8 @@ import torch
 
 from bertbook.baselines import majority_rate, string_match_rate, tagging_baseline
 from bertlib.batch import PaddingCollator
-from bertlib.evaluation import evaluate_span_qa, evaluate_tagging
+from bertlib.finetuning.run import evaluate_span_qa, evaluate_tagging, fine_tune
 from bertlib.runtime import seed_everything
-from bertlib.tuning import fine_tune
 
 __all__ = ["sample", "TaskSuite"]
 

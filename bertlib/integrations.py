@@ -32,8 +32,8 @@ except ImportError as missing:
     raise ImportError("bertlib.integrations bridges bertlib and transformers' Trainer, and "
                       "needs transformers: pip install transformers accelerate") from missing
 
-from bertlib.checkpoints import load_checkpoint, read_state_dict
-from bertlib.model import BertPreTrainedModel
+from bertlib.core.checkpoints import load_checkpoint, read_state_dict
+from bertlib.core.encoder import BertPreTrainedModel
 
 __all__ = ["TransformersTrainer"]
 

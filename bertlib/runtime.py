@@ -1,13 +1,23 @@
-"""Where to run, and how to make a run repeatable."""
+"""Where to run, in which precision, and how to make a run repeatable.
+
+The precision policy lives here, beside the device it depends on, so that models (which
+run under autocast) and the trainer (which chooses the precision) share it without a
+model ever importing the trainer.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import random
+import warnings
 
 import torch
 
-__all__ = ["best_device", "cpu_has_fast_bf16", "seed_everything"]
+from bertlib.errors import ConfigError
+
+__all__ = ["best_device", "cpu_has_fast_bf16", "resolve_precision", "autocast",
+           "seed_everything"]
 
 
 def best_device() -> torch.device:
@@ -33,6 +43,39 @@ def cpu_has_fast_bf16() -> bool:
                     and torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):  # a build without oneDNN's bf16 check
         return False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """The library's one precision policy; 'auto' resolves to:
+
+    * bf16 on a GPU of compute capability 8.0 or more (A100, L4, H100...);
+    * fp16 with a gradient scaler on an older GPU: a T4 (7.5) reports bf16 as supported,
+      but only emulates it, with no tensor cores and no fused attention;
+    * fp32 on a CPU or anything else: bf16 on a CPU helps only some models on some CPUs
+      (chapter 10 measures it), so it is asked for by name, never assumed; asked for on a
+      CPU without fast bf16 products (`cpu_has_fast_bf16`), it warns.
+    """
+    if precision not in ("auto", "fp32", "bf16", "fp16"):
+        raise ConfigError(f"precision must be auto, fp32, bf16 or fp16, not {precision!r}")
+    if precision != "auto":
+        if precision == "fp16" and device.type != "cuda":
+            raise ConfigError("fp16 training needs a CUDA device; use bf16 or fp32 here")
+        if precision == "bf16" and device.type == "cpu" and not cpu_has_fast_bf16():
+            warnings.warn("this CPU has no fast bf16 products (oneDNN's bf16 needs AVX-512), "
+                          "so bf16 trains tens of times slower than fp32 here: ask for "
+                          "precision='fp32' (or 'auto')", stacklevel=2)
+        return precision
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.get_device_capability(device) >= (8, 0) else "fp16"
+    return "fp32"
+
+
+def autocast(device: torch.device, precision: str):
+    """The autocast context for a resolved precision (a no-op for fp32)."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
 
 
 def seed_everything(seed: int) -> torch.Generator:

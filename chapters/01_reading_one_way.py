@@ -126,7 +126,7 @@ print(budget_report(GPU_WORK, DEVICE))
 
 # %%
 from bertbook.datasets import minilm_dir
-from bertlib.model import BertModel
+from bertlib.core.encoder import BertModel
 from bertlib.tokenizer import BertTokenizer
 
 minilm = BertModel.from_pretrained(minilm_dir()).eval()

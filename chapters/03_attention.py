@@ -106,7 +106,7 @@ def attention_loops(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.
 # This version also returns the weights, which is what we plot and what bertviz draws.
 
 # %%
-#| export bertlib/attention.py
+#| export bertlib/core/attention.py
 #| internal key_padding_mask
 """Scaled dot-product and multi-head self-attention, with BERT's parameter names.
 
@@ -153,7 +153,7 @@ def key_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
 seed_everything(0)
 q, k, v = (torch.randn(S["seq"], S["dim"]) for _ in range(3))
 looped = attention_loops(q, k, v)
-from bertlib.attention import key_padding_mask, scaled_dot_product
+from bertlib.core.attention import key_padding_mask, scaled_dot_product
 
 matrixed, weights = scaled_dot_product(q, k, v)
 print(f"largest difference, loops vs matrices: {(looped - matrixed).abs().max():.2e}")
@@ -287,7 +287,7 @@ print("the real tokens' outputs are unchanged by 3 positions of padding")
 # checkpoints load into it. It uses the fused kernel unless the weights are asked for.
 
 # %%
-#| export bertlib/attention.py
+#| export bertlib/core/attention.py
 class BertSelfAttention(nn.Module):
     """Multi-head self-attention: project to queries, keys and values, attend per head."""
 
@@ -324,7 +324,7 @@ class BertSelfAttention(nn.Module):
 # Both paths give the same output, with and without padding:
 
 # %%
-from bertlib.attention import BertSelfAttention
+from bertlib.core.attention import BertSelfAttention
 
 seed_everything(0)
 attention = BertSelfAttention(hidden_size=S["dim"], num_heads=4).eval()
@@ -431,7 +431,7 @@ head_view((layer0,), tokens, sentence_b_start=tokens.index("[SEP]") + 1)
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.attention`: `scaled_dot_product` (explicit, returns the weights),
+# * `bertlib.core.attention`: `scaled_dot_product` (explicit, returns the weights),
 #   `key_padding_mask`, and `BertSelfAttention`, multi-head attention with BERT's parameter
 #   names that uses the fused kernel unless the weights are requested.
 # * Measured: loops, matrices and the fused kernel agree; without 1/√d the softmax

@@ -72,10 +72,10 @@ print(budget_report([], DEVICE))
 # compact ones (Turc et al., 2019: tiny, mini, small, medium), with 64-dimensional heads
 # and a feed-forward layer 4× wider than the hidden size. Reading and writing `config.json`
 # and checking each value is plumbing, so `BertConfig` is written by hand in
-# `bertlib/config.py`; we import it and look at one.
+# `bertlib/core/config.py`; we import it and look at one.
 
 # %%
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 from bertlib.errors import ConfigError
 
 minilm_config = None  # read below, from the real checkpoint
@@ -95,7 +95,7 @@ print(BertConfig.preset("bert-base"))
 # *The paper's Figure 2, drawn again: three rows of embeddings, summed per position.*
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 """BertModel: embeddings, a stack of post-LN Transformer encoder layers, and the pooler;
 and BertPreTrainedModel, what every model of the library shares (initialisation, tied
 embeddings, from_pretrained and save_pretrained).
@@ -112,14 +112,14 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from bertlib.attention import BertSelfAttention, key_padding_mask
-from bertlib.config import BertConfig
+from bertlib.core.attention import BertSelfAttention, key_padding_mask
+from bertlib.core.config import BertConfig
+from bertlib.core.input_checks import check_model_input
 from bertlib.errors import ConfigError
-from bertlib.input_checks import check_model_input
 
 
 # %%
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 class BertEmbeddings(nn.Module):
     """token + position + segment embeddings, then LayerNorm and dropout."""
 
@@ -189,7 +189,7 @@ ax.set_title("GELU, the feed-forward block's non-linearity")
 plt.show()
 
 # %%
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 #| internal activation BertSelfOutput BertAttention
 def activation(name: str):
     """BERT's activations by their config.json names ('gelu' is the exact erf form)."""
@@ -226,7 +226,7 @@ class BertAttention(nn.Module):
 
 
 # %%
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 #| internal BertIntermediate BertOutput
 class BertIntermediate(nn.Module):
     """The feed-forward block's first half: widen to intermediate_size, apply GELU."""
@@ -279,7 +279,7 @@ class BertLayer(nn.Module):
 # Bad input fails early, with a message rather than an index error from inside PyTorch.
 
 # %%
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 class BertEncoder(nn.Module):
     """The stack of layers. With gradient_checkpointing on, training keeps only each layer's
     input and recomputes the layer during backward: less memory for ~1/3 more compute
@@ -319,7 +319,7 @@ class BertPooler(nn.Module):
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 class ModelOutput:
     """What every model of the library returns: a dataclass whose fields are read by name
     (`out.logits`), by key (`out["logits"]`) or by position like transformers' outputs
@@ -364,7 +364,7 @@ def register_output(cls: type) -> type:
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 #| internal init_bert_weights
 @register_output
 @dataclass
@@ -395,7 +395,7 @@ def init_bert_weights(module: nn.Module, std: float) -> None:
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 class BertPreTrainedModel(nn.Module):
     """What every BERT model shares: its config, the original initialisation, output
     embeddings tied to the input ones, and checkpoint folders in `transformers`' layout
@@ -443,7 +443,7 @@ class BertPreTrainedModel(nn.Module):
 # graph, so there the tokenizer and the collators, where input enters, are the guards.
 
 # %%
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 class BertModel(BertPreTrainedModel):
     """The BERT encoder: ids in, one contextual vector per token (and a pooled one) out."""
 
@@ -477,7 +477,7 @@ class BertModel(BertPreTrainedModel):
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 def _attention_mask(self, attention_mask, hidden: torch.Tensor, causal: bool | None):
     """The boolean mask attention reads (True = may attend), from the padding mask or a
     (batch, seq, seq) map, and under a causal model the tokens before each one."""
@@ -502,8 +502,8 @@ BertModel._attention_mask = _attention_mask
 # A first run, on a tiny random BERT:
 
 # %%
+from bertlib.core.encoder import BertModel
 from bertlib.errors import InputError
-from bertlib.model import BertModel
 
 seed_everything(0)
 tiny = BertModel(BertConfig.preset("bert-tiny", vocab_size=1000)).eval()
@@ -524,7 +524,7 @@ print(tuple(out.last_hidden_state.shape), tuple(out.pooler_output.shape))
 # * pooler: H² + H
 
 # %%
-#| export bertlib/model.py
+#| export bertlib/core/encoder.py
 def parameter_count(config: BertConfig, pooler: bool = True) -> int:
     """BertModel's parameter count, from the configuration alone (no model built)."""
     h, i = config.hidden_size, config.intermediate_size
@@ -539,8 +539,8 @@ def parameter_count(config: BertConfig, pooler: bool = True) -> int:
 # shapes without allocating memory, so even BERT-large costs nothing to build here.
 
 # %% tags=["nbval-check-output"]
-from bertlib.config import PRESETS
-from bertlib.model import parameter_count
+from bertlib.core.config import PRESETS
+from bertlib.core.encoder import parameter_count
 
 counts = {}
 for name in PRESETS:
@@ -575,17 +575,17 @@ print(f"the token embedding table alone is {embedding_share:.0%} of BERT-base")
 # `num_labels=5`), load what the folder holds, start the rest fresh, return the model in eval
 # mode. Saving writes `config.json` and `model.safetensors`, a folder `transformers` loads.
 # The file handling (reading either format, matching names, an atomic, locked save) is in
-# `bertlib/checkpoints.py`; the collapsed cell shows the two methods that call it.
+# `bertlib/core/checkpoints.py`; the collapsed cell shows the two methods that call it.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/model.py
-from bertlib.checkpoints import load_checkpoint, read_folder, write_folder
+#| export bertlib/core/encoder.py
+from bertlib.core.checkpoints import load_checkpoint, read_folder, write_folder
 
 
 def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
     """Build this class from a checkpoint folder and load its weights (load_checkpoint says
     what may start fresh). Keywords change fields of the folder's config."""
-    state, config = read_folder(folder)
+    state, config = read_folder(folder, BertConfig)
     model = cls(config.with_overrides(**config_overrides))
     load_checkpoint(model, state)
     return model.eval()
@@ -734,10 +734,10 @@ except Exception as error:
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex4_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.config` (written by hand): `BertConfig` (transformers' field names,
-#   `from_json`/`to_json`, presets from bert-tiny to bert-large); `bertlib.checkpoints`
+# * `bertlib.core.config` (written by hand): `BertConfig` (transformers' field names,
+#   `from_json`/`to_json`, presets from bert-tiny to bert-large); `bertlib.core.checkpoints`
 #   (written by hand): reading, matching and saving checkpoint folders.
-# * `bertlib.model`: `BertEmbeddings`, the post-LN `BertLayer` (attention block and GELU
+# * `bertlib.core.encoder`: `BertEmbeddings`, the post-LN `BertLayer` (attention block and GELU
 #   feed-forward block, residuals, LayerNorm), `BertEncoder`, `BertPooler` and `BertModel`,
 #   with `from_pretrained` (safetensors or `.bin` with `weights_only=True`, with or without
 #   the `bert.` prefix, clear errors) and `save_pretrained`, and `parameter_count`.

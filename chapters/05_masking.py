@@ -90,7 +90,7 @@ print(budget_report([], None))
 # cross-entropy skips.
 
 # %%
-#| export bertlib/masking.py
+#| export bertlib/pretraining/masking.py
 """The masked-language-model recipe of BERT: choose 15%, then 80% [MASK] / 10% random /
 10% unchanged; optionally whole words; and the collator that masks batches on the fly."""
 
@@ -123,7 +123,7 @@ class MaskingRecipe:
 
 
 # %%
-#| export bertlib/masking.py
+#| export bertlib/pretraining/masking.py
 #| internal prediction_count
 def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Random) -> int:
     """How many tokens one sequence predicts: 15% of its candidates, at least 1, capped.
@@ -145,7 +145,7 @@ def prediction_count(n_candidates: int, recipe: MaskingRecipe, rng: random.Rando
 # that would overshoot it is skipped), exactly one way to realise "15% of the tokens".
 
 # %%
-#| export bertlib/masking.py
+#| export bertlib/pretraining/masking.py
 #| internal prediction_units
 def prediction_units(ids: list[int], special_ids: set[int],
                      continuation: list[bool] | None = None) -> list[list[int]]:
@@ -187,7 +187,7 @@ def mask_sequence(ids: list[int], special_ids: set[int], mask_id: int, vocab_siz
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/masking.py
+#| export bertlib/pretraining/masking.py
 def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.Random) -> int:
     """A uniformly random id that is not a special token (redrawn in the rare special case)."""
     while True:
@@ -204,7 +204,7 @@ def _random_ordinary_token(vocab_size: int, special_ids: set[int], rng: random.R
 
 # %% tags=["nbval-ignore-output"]
 from bertlib.batch import IGNORE_INDEX
-from bertlib.masking import MaskingRecipe, mask_sequence
+from bertlib.pretraining.masking import MaskingRecipe, mask_sequence
 
 special_ids = tokenizer.special_ids  # [PAD] [UNK] [CLS] [SEP] [MASK]
 example = tokenizer.encode(train_articles[0].paragraphs[0], truncation=True)
@@ -367,7 +367,7 @@ assert whole_word == 1.0 and token_level < 0.5
 # by a space and a capital letter); the original's corpus came one sentence per line.
 
 # %%
-#| export bertlib/sentence_pairs.py
+#| export bertlib/pretraining/sentence_pairs.py
 """Next-sentence pairs, as BERT's pretraining data made them: documents split into
 sentences, chunks of consecutive sentences cut in two, half the time a random second half."""
 
@@ -394,7 +394,7 @@ class SentencePair:
 
 
 # %%
-#| export bertlib/sentence_pairs.py
+#| export bertlib/pretraining/sentence_pairs.py
 #| internal truncate_pair
 def sentence_documents(documents: Sequence[Sequence[str]], tokenize) -> list[list[list[int]]]:
     """Each document (given as its paragraphs) as a list of sentences, each a list of token
@@ -422,7 +422,7 @@ def truncate_pair(a: list[int], b: list[int], max_tokens: int, rng: random.Rando
 # The pair builder, one document at a time:
 
 # %%
-#| export bertlib/sentence_pairs.py
+#| export bertlib/pretraining/sentence_pairs.py
 def sentence_pairs(documents: list[list[list[int]]], max_seq_length: int = 128,
                    short_seq_prob: float = 0.1, seed: int = 0) -> list[SentencePair]:
     """Next-sentence pairs from documents of tokenized sentences, as the original made them."""
@@ -454,7 +454,7 @@ def sentence_pairs(documents: list[list[list[int]]], max_seq_length: int = 128,
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/sentence_pairs.py
+#| export bertlib/pretraining/sentence_pairs.py
 def _split_chunk(chunk: list[list[int]], rng: random.Random) -> tuple[list[int], list[int], int]:
     """(A, the true continuation, sentences in A): cut at a random sentence boundary, or
     inside the sentence when the chunk is a single one."""
@@ -484,7 +484,7 @@ def _random_segment(documents, avoid: int, length: int, rng: random.Random) -> l
 
 
 # %%
-from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.pretraining.sentence_pairs import sentence_documents, sentence_pairs
 
 
 def wordpiece_ids(text: str) -> list[int]:
@@ -533,12 +533,12 @@ for is_random in (False, True):
 # matters to `torch.compile`).
 
 # %%
-#| export bertlib/masking.py
-from bertlib.sentence_pairs import SentencePair
+#| export bertlib/pretraining/masking.py
+from bertlib.pretraining.sentence_pairs import SentencePair
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/masking.py
+#| export bertlib/pretraining/masking.py
 class PretrainingCollator:
     """Build masked-LM (+ next-sentence) batches, masking afresh each time. An example is
     a SentencePair ([CLS] A [SEP] B [SEP], segments 0 and 1) or a row of ids that already
@@ -597,7 +597,7 @@ class PretrainingCollator:
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 from torch.utils.data import DataLoader
 
-from bertlib.masking import PretrainingCollator
+from bertlib.pretraining.masking import PretrainingCollator
 
 
 def make_loader(seed: int) -> DataLoader:
@@ -618,11 +618,11 @@ assert predicted.max() <= MaskingRecipe().max_predictions
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex5_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.masking`: `MaskingRecipe` (15%, 80/10/10, a cap, whole words), `prediction_count`,
-#   `prediction_units`, `mask_sequence`, and `PretrainingCollator` (dynamic masking,
-#   segment ids, padding, labels, saveable random state).
-# * `bertlib.sentence_pairs`: `split_sentences`, `sentence_documents`, `truncate_pair` and
-#   `sentence_pairs`, the original's next-sentence data creation.
+# * `bertlib.pretraining.masking`: `MaskingRecipe` (15%, 80/10/10, a cap, whole words),
+#   `prediction_count`, `prediction_units`, `mask_sequence`, and `PretrainingCollator`
+#   (dynamic masking, segment ids, padding, labels, saveable random state).
+# * `bertlib.pretraining.sentence_pairs`: `split_sentences`, `sentence_documents`,
+#   `truncate_pair` and `sentence_pairs`, the original's next-sentence data creation.
 # * Measured: 15% of candidates chosen and 80/10/10 within tight bounds, never a special
 #   token; dynamic masking predicts over 90% of the text within 20 epochs where one static
 #   mask stays at 15%; whole-word masking hides every piece of a word together.

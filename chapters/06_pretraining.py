@@ -68,7 +68,7 @@ import torch
 from bertbook.claims import claim
 from bertbook.pretrain import SIZES, book_documents, run_for
 from bertbook.sizes import pick_size, step_scale
-from bertlib.pretraining import pretrain
+from bertlib.pretraining.run import pretrain
 from bertlib.runtime import best_device, seed_everything
 
 SIZE, S = pick_size(SIZES)
@@ -109,7 +109,7 @@ use_drive(KEEP_ON_DRIVE)
 # checkpoints (`cls.predictions…`, `cls.seq_relationship`).
 
 # %%
-#| export bertlib/pretraining_models.py
+#| export bertlib/pretraining/models.py
 #| internal BertPredictionHeadTransform
 """Pretraining heads (masked LM with a tied decoder, next sentence) and the models with them."""
 
@@ -120,8 +120,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlib.batch import IGNORE_INDEX
-from bertlib.config import BertConfig
-from bertlib.model import (
+from bertlib.core.config import BertConfig
+from bertlib.core.encoder import (
     BertModel,
     BertPreTrainedModel,
     ModelOutput,
@@ -142,7 +142,7 @@ class BertPredictionHeadTransform(nn.Module):
 
 
 # %%
-#| export bertlib/pretraining_models.py
+#| export bertlib/pretraining/models.py
 #| internal BertLMPredictionHead
 class BertLMPredictionHead(nn.Module):
     """transform, then scores over the vocabulary with the (tied) embedding matrix + bias."""
@@ -158,7 +158,7 @@ class BertLMPredictionHead(nn.Module):
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/pretraining_models.py
+#| export bertlib/pretraining/models.py
 #| internal BertPreTrainingHeads BertOnlyMLMHead
 # Containers that only give the heads the names (cls.predictions, cls.seq_relationship)
 # under which Google's and transformers' checkpoints store them.
@@ -176,7 +176,7 @@ class BertOnlyMLMHead(nn.Module):
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/pretraining_models.py
+#| export bertlib/pretraining/models.py
 @register_output
 @dataclass
 class PreTrainingOutput(ModelOutput):
@@ -201,7 +201,7 @@ class PreTrainingOutput(ModelOutput):
 # (and no pooler), as RoBERTa-style training uses.
 
 # %%
-#| export bertlib/pretraining_models.py
+#| export bertlib/pretraining/models.py
 #| internal masked_lm
 def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor, labels: torch.Tensor | None,
               masked_positions: torch.Tensor | None = None
@@ -227,7 +227,7 @@ def masked_lm(head: BertLMPredictionHead, hidden: torch.Tensor, labels: torch.Te
 
 
 # %%
-#| export bertlib/pretraining_models.py
+#| export bertlib/pretraining/models.py
 class BertForPreTraining(BertPreTrainedModel):
     """BertModel + masked-LM head + next-sentence head, as the original pretrained it."""
 
@@ -262,7 +262,7 @@ class BertForPreTraining(BertPreTrainedModel):
 
 
 # %%
-#| export bertlib/pretraining_models.py
+#| export bertlib/pretraining/models.py
 class BertForMaskedLM(BertPreTrainedModel):
     """BertModel (no pooler) + masked-LM head: pretraining without next-sentence prediction."""
 
@@ -318,7 +318,7 @@ assert abs(our_loss - their_loss) < 1e-5 and logit_gap < 1e-5
 # and post-LN BERT diverges without warm-up), then falls linearly to 0 at the last step.
 
 # %%
-#| export bertlib/optimization.py
+#| export bertlib/training/optimizer.py
 """The optimiser's settings for BERT: AdamW's two parameter groups (no weight decay on
 biases and LayerNorm) and the learning-rate schedule (linear warm-up, then linear decay)."""
 
@@ -345,7 +345,7 @@ def warmup_then_linear_decay(step: int, warmup: int, total: int) -> float:
 
 
 # %%
-from bertlib.optimization import warmup_then_linear_decay
+from bertlib.training.optimizer import warmup_then_linear_decay
 
 steps = list(range(S["steps"] + 1))
 fig, ax = plt.subplots(figsize=(5.5, 2.6))
@@ -402,7 +402,7 @@ assert warmup_then_linear_decay(0, 10, 100) == 0 and warmup_then_linear_decay(10
 #
 # All of this is machinery rather than idea: the precision policy, the seeded batches that
 # any process can build from their place in the run, and the `Trainer` with its
-# checkpoints and its loop. So it is written by hand in `bertlib/train.py`, with this
+# checkpoints and its loop. So it is written by hand in `bertlib/training/trainer.py`, with this
 # section as its map; the cells below use it through one function, `pretrain`.
 
 # %% [markdown]
@@ -420,10 +420,10 @@ assert warmup_then_linear_decay(0, 10, 100) == 0 and warmup_then_linear_decay(10
 # pieces are common reaches it and goes no lower.
 
 # %%
-#| export bertlib/pretraining_models.py
+#| export bertlib/pretraining/models.py
 import math
 
-from bertlib.train import autocast
+from bertlib.runtime import autocast
 
 
 @torch.no_grad()
@@ -478,8 +478,8 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
 # rate, so that every evaluation of every run asks the same questions.
 #
 # The road is machinery (hashes, folders, resuming), so it is written by hand in
-# `bertlib/pretraining.py`, which also re-exports the models built above (they live in
-# `bertlib/pretraining_models.py`, generated from this chapter). The book's sizes are short
+# `bertlib/pretraining/run.py`, which also re-exports the models built above (they live in
+# `bertlib/pretraining/models.py`, generated from this chapter). The book's sizes are short
 # tables in `bertbook/pretrain`; `run_for` turns one into the run it describes (the masking
 # recipe predicts at most ⌈rate × length⌉ pieces a row, a cap the rate never reaches, as
 # the paper's 20 at length 128 and 15%), and `book_documents` reads the size's corpus,
@@ -508,8 +508,8 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.mask_probe import hide_a_word, top_guesses
 from bertbook.runs import has_checkpoint, run_folder
-from bertlib.config import BertConfig
-from bertlib.sentence_pairs import split_sentences
+from bertlib.core.config import BertConfig
+from bertlib.pretraining.sentence_pairs import split_sentences
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
 
 train_documents, held_out_documents = book_documents(S)
@@ -644,15 +644,15 @@ assert not info["missing_keys"] and not info["unexpected_keys"]
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.pretraining_models`: the MLM head (transform, decoder tied to the embeddings,
+# * `bertlib.pretraining.models`: the MLM head (transform, decoder tied to the embeddings,
 #   output bias; scores only at masked positions when training), the NSP head,
 #   `BertForPreTraining` and `BertForMaskedLM` with `transformers`' names (loading and
 #   saving both ways, from chapter 04's `BertPreTrainedModel`), `evaluate_pretraining`.
-# * `bertlib.optimization`: `parameter_groups`, `warmup_then_linear_decay`.
-# * Written by hand and described here: `bertlib.pretraining`, the one road of every
+# * `bertlib.training.optimizer`: `parameter_groups`, `warmup_then_linear_decay`.
+# * Written by hand and described here: `bertlib.pretraining.run`, the one road of every
 #   pretraining run (`PretrainingRun`, the whole description of a run; `pretrain`:
 #   vocabulary, examples, training, held-out scores against `unigram_baselines`, a saved
-#   folder, exact resume; the models above import from here too); `bertlib.train`, the
+#   folder, exact resume; the models above import from here too); `bertlib.training.trainer`, the
 #   precision policy (`resolve_precision`, `autocast`), `TrainingConfig`, `Trainer`
 #   (accumulation, clipping, exact resume, divergence stop).
 # * `bertbook.pretrain`: the book's `SIZES`, `run_for` (a size as a `PretrainingRun`),
@@ -783,7 +783,7 @@ assert torch.allclose(masked_lm_loss(scores, targets), expected, atol=1e-5)
 # %% nbgrader={"grade": false, "grade_id": "ex6_5_answer", "locked": false, "schema_version": 3, "solution": true}
 import dataclasses
 
-from bertlib.masking import MaskingRecipe
+from bertlib.pretraining.masking import MaskingRecipe
 
 
 def all_mask(recipe: MaskingRecipe) -> MaskingRecipe:
@@ -807,7 +807,7 @@ import statistics
 
 from bertbook.comparison import frozen_probe_accuracy, label_draw
 from bertbook.datasets import bbc_news, news_topics
-from bertlib.model import BertModel
+from bertlib.core.encoder import BertModel
 
 twin_dir = run_folder(f"ch06-{SIZE}-all-mask")
 twin_run = run_for(S, progress=False)

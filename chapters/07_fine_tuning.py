@@ -84,7 +84,7 @@ chapter_started = time.perf_counter()
 from bertbook.budget import budget_report
 from bertbook.gpu_budgets import fine_tuning_chapter_work
 from bertbook.runs import use_drive
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 
 GPU_WORK = fine_tuning_chapter_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
@@ -118,8 +118,8 @@ use_drive(KEEP_ON_DRIVE)
 # is cleaned away, each link's visible text is fenced with three private-use characters
 # that the cleaner leaves alone; afterwards they give each link's character span and target.
 #
-# The two token tasks read the links in the shapes of the paper's benchmarks (the data
-# classes of `bertlib/task_data.py`), so CoNLL-2003 and SQuAD go through the same code:
+# The two token tasks read the links in the shapes of the paper's benchmarks
+# (`bertlib.finetuning.examples`), so CoNLL-2003 and SQuAD go through the same code:
 # **tagged words** — each word with a tag, `O` outside a mention, `B-` on its first word
 # and `I-` on the rest (CoNLL-2003's scheme) — and **span questions**: a question, a
 # paragraph, and the answers as character spans of the paragraph (SQuAD's shape). Here the
@@ -187,13 +187,12 @@ print("\n", example.text[:160], "...\n", [(example.text[s:e], target)
 # reads the last token instead, as GPT does.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/finetuning.py
+#| export bertlib/finetuning/models.py
 #| internal classification_loss
 """Fine-tuning: a pretrained encoder, one small head per kind of task, trained together.
 
 Heads for sentences and pairs, for every token and for answer spans (with the parameter
-names of `transformers`) and the features each one reads; the recipe, the loop and
-predictions are in `bertlib.tuning`.
+names of `transformers`) and the features each one reads.
 """
 
 import re
@@ -204,8 +203,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlib.batch import IGNORE_INDEX
-from bertlib.config import BertConfig
-from bertlib.model import BertModel, BertPreTrainedModel, ModelOutput, register_output
+from bertlib.core.config import BertConfig
+from bertlib.core.encoder import BertModel, BertPreTrainedModel, ModelOutput, register_output
 
 
 @register_output
@@ -230,7 +229,7 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor | None) -> to
 
 
 # %%
-#| export bertlib/finetuning.py
+#| export bertlib/finetuning/models.py
 class BertTaskModel(BertPreTrainedModel):
     """An encoder with a task head. config.num_labels sizes a labelling head (id2label
     names the labels); config.is_decoder makes the encoder read left to right."""
@@ -248,7 +247,7 @@ class BertTaskModel(BertPreTrainedModel):
 
 
 # %%
-#| export bertlib/finetuning.py
+#| export bertlib/finetuning/models.py
 class BertForSequenceClassification(BertTaskModel):
     """A label for a sentence or a sentence pair, read from the pooled summary vector."""
 
@@ -275,7 +274,7 @@ class BertForSequenceClassification(BertTaskModel):
 
 
 # %%
-#| export bertlib/finetuning.py
+#| export bertlib/finetuning/models.py
 class BertForTokenClassification(BertTaskModel):
     """A label for every token (labels of -100 are skipped: continuation pieces, padding)."""
 
@@ -296,7 +295,7 @@ class BertForTokenClassification(BertTaskModel):
 
 
 # %%
-#| export bertlib/finetuning.py
+#| export bertlib/finetuning/models.py
 class BertForQuestionAnswering(BertTaskModel):
     """Start and end scores for every token; the answer is the best span (best_span)."""
 
@@ -325,7 +324,7 @@ class BertForQuestionAnswering(BertTaskModel):
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.reference import heads_against_transformers
-from bertlib.finetuning import (
+from bertlib.finetuning.models import (
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -350,9 +349,9 @@ for name, gap, our_loss, their_loss in heads_against_transformers():
 # model has to know that *American* refers to the United States.
 
 # %%
-#| export bertlib/finetuning.py
+#| export bertlib/finetuning/models.py
 #| internal pieces_of
-from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, words_in
+from bertlib.finetuning.examples import SpanQuestion, TaggedWords, TextExample, words_in
 
 
 def classification_features(tokenizer, examples: list[TextExample | str],
@@ -379,7 +378,7 @@ def pieces_of(tokenizer, word: str) -> list[int]:
 
 
 # %%
-#| export bertlib/finetuning.py
+#| export bertlib/finetuning/models.py
 def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> list[dict]:
     """Windows of whole words (at most max_length pieces with [CLS] and [SEP]); each word's
     tag on its first piece, -100 on the other pieces and on [CLS]/[SEP]."""
@@ -405,7 +404,7 @@ def tagging_features(tokenizer, texts: list[TaggedWords], max_length: int) -> li
 
 
 # %%
-#| export bertlib/finetuning.py
+#| export bertlib/finetuning/models.py
 def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
                      max_question: int = 24) -> list[dict]:
     """[CLS] question [SEP] paragraph [SEP], cut to max_length pieces, with every answer
@@ -444,7 +443,7 @@ def span_qa_features(tokenizer, questions: list[SpanQuestion], max_length: int,
 
 # %%
 from bertbook.datasets import LINK_TAGS, link_questions, link_words, minilm_dir
-from bertlib.finetuning import span_qa_features, tagging_features
+from bertlib.finetuning.models import span_qa_features, tagging_features
 from bertlib.tokenizer import BertTokenizer
 
 minilm_tokenizer = BertTokenizer.from_pretrained(minilm_dir())
@@ -466,21 +465,21 @@ assert question["token_type_ids"][start] == 1  # the answer lies in the paragrap
 # pretraining stay. Small models take larger rates (Turc et al., 2019), and a very small
 # training set needs more passes than a few epochs give, so the recipe also has a minimum
 # number of steps. The loop is chapter 06's `Trainer`: fine-tuning is training, with a
-# different head and different data. The recipe (`FineTuningRecipe`, with the paper's
-# defaults), the loop (`fine_tune`) and `predict` are written by hand in `bertlib/tuning.py`.
+# different head and different data. The recipe (`FineTuningRecipe`, the paper's
+# defaults), `fine_tune` and `predict` are written by hand in `bertlib.finetuning.run`.
 #
 # The metrics are the usual ones: **accuracy**, and **F1** of the positive class for the
 # pair task (as GLUE reports for MRPC); for tagging, F1 over whole **mentions** (a predicted
 # mention counts only if its first and last word both match, as CoNLL scores entities); for
 # span QA, SQuAD's **exact match** and **F1** over the overlap of predicted and gold pieces,
 # against the best of the gold answers. Span decoding scores all starts and ends at once,
-# with a matrix masked to the allowed spans (`bertlib/evaluation.py` does the counting).
+# with a matrix masked to the allowed spans (`bertlib.finetuning.run` does the counting).
 
 # %%
-#| export bertlib/metrics.py
+#| export bertlib/finetuning/metrics.py
 """The pieces of scoring that chapter 07 teaches: F1, and decoding an answer span from start
 and end scores (SQuAD v1.1's best span, SQuAD 2.0's answer-or-abstain). Running a model
-over a task's features and counting is in bertlib.evaluation."""
+over a task's features and counting is in bertlib.finetuning.run."""
 
 import math
 
@@ -515,22 +514,24 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
 # ## Five tasks, one pretrained encoder
 #
 # First the recipe at work: the all-MiniLM-L6-v2 weights (chapter 04), one head per task,
-# the same recipe for all. Be exact about what MiniLM is: BERT's architecture (6 layers,
-# hidden 384) and vocabulary, but not BERT's pretraining. Its encoder was distilled from a
-# larger pretrained Transformer (MiniLM, Wang et al., 2020), then the sentence-transformers
-# project trained it contrastively on about a billion sentence pairs, among them Quora's
-# duplicate questions, NLI pairs and Yahoo Answers' question topics. Its strength on this
-# chapter's topic and pair tasks is partly that supervision, so it shows what fine-tuning
-# a well-trained encoder does, not what masked-LM pretraining alone buys: chapter 08
-# measures that. A **start** is where the weights come from; `fine_tuned_scores` fine-tunes
-# a start on a task and scores it on the test split (`bertbook.task_suite`).
+# one recipe. MiniLM has BERT's architecture (6 layers, hidden 384) and vocabulary, not
+# BERT's pretraining: it was distilled from a larger Transformer (Wang et al., 2020), then
+# trained contrastively by sentence-transformers on about a billion sentence pairs (Quora
+# duplicates, NLI, Yahoo Answers topics). Its strength on the topic and pair tasks is
+# partly that supervision: it shows what fine-tuning a well-trained encoder does, not what
+# masked-LM pretraining alone buys (chapter 08). A **start** is where the weights come
+# from; `fine_tuned_scores` fine-tunes one and scores it on the test split.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.task_suite import TaskSuite, sample
 from bertlib.batch import PaddingCollator
-from bertlib.evaluation import evaluate_classification, evaluate_span_qa, evaluate_tagging
-from bertlib.finetuning import classification_features
-from bertlib.tuning import FineTuningRecipe
+from bertlib.finetuning.models import classification_features
+from bertlib.finetuning.run import (
+    FineTuningRecipe,
+    evaluate_classification,
+    evaluate_span_qa,
+    evaluate_tagging,
+)
 
 L = S["max_length"]
 tagged_words = {split: [link_words(p) for p in paragraphs]
@@ -698,7 +699,7 @@ for name, metric, base, large, source in PAPER_RESULTS:
 # score vectors (our link QA has no unanswerable questions to train it on):
 
 # %%
-#| export bertlib/metrics.py
+#| export bertlib/finetuning/metrics.py
 def answer_or_abstain(start_scores: torch.Tensor, end_scores: torch.Tensor,
                       allowed: torch.Tensor, threshold: float = 0.0,
                       max_answer_length: int = 30) -> tuple[int, int] | None:
@@ -712,7 +713,7 @@ def answer_or_abstain(start_scores: torch.Tensor, end_scores: torch.Tensor,
 
 
 # %%
-from bertlib.metrics import answer_or_abstain
+from bertlib.finetuning.metrics import answer_or_abstain
 
 paragraph = torch.tensor([False, False, True, True, True, True])  # 0 [CLS], 1 the question
 confident = (torch.tensor([0.5, 0, 3.0, 0.1, 0, 0]), torch.tensor([0.5, 0, 0.2, 2.5, 0, 0]))
@@ -755,16 +756,15 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 # %% [markdown]
 # ## What we built
 #
-# * `bertlib.finetuning`: `BertForSequenceClassification` (sentences and pairs),
+# * `bertlib.finetuning.models`: `BertForSequenceClassification` (sentences and pairs),
 #   `BertForTokenClassification`, `BertForQuestionAnswering` (each also left to right,
 #   `is_decoder=True`), loading any encoder checkpoint and saving in the `transformers`
 #   format with their label names; their features (`classification_features`,
 #   `tagging_features`, `span_qa_features`), padded by chapter 02's `PaddingCollator`.
-# * `bertlib.metrics`: `best_span`, SQuAD 2.0's `answer_or_abstain`, `f1_score`.
-# * Written by hand and used here: `bertlib.tuning` (`FineTuningRecipe`, `fine_tune`,
-#   `predict`; for texts in and labels out, `fine_tune_classifier` and `classify`),
-#   `bertlib.evaluation` (accuracy, F1, mention F1, exact match), `bertlib.task_data`
-#   (`TextExample`, `TaggedWords`, `SpanQuestion`).
+# * `bertlib.finetuning.metrics`: `best_span`, SQuAD 2.0's `answer_or_abstain`, `f1_score`.
+# * Written by hand and used here: `bertlib.finetuning.run` (`FineTuningRecipe`, `fine_tune`,
+#   `predict`, the `evaluate_` functions; `fine_tune_classifier` and `classify` for texts in
+#   and labels out), `bertlib.finetuning.examples` (`TextExample`, `TaggedWords`, ...).
 # * In the book's package: the five tasks in `bertbook.datasets` (the links Wikipedia's
 #   editors made, as character spans; stable group-wise splits), their baselines in
 #   `bertbook.baselines`, and for Colab the paper's benchmarks in `bertbook.benchmarks`.

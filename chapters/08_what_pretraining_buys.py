@@ -105,7 +105,7 @@ chapter_started = time.perf_counter()
 from bertbook.budget import budget_report
 from bertbook.datasets import minilm_dir
 from bertbook.gpu_budgets import what_pretraining_buys_work
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 
 GPU_WORK = what_pretraining_buys_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
@@ -150,22 +150,21 @@ use_drive(KEEP_ON_DRIVE)
 # puts the hidden pieces back (the labels hold them), since it needs the text, not holes.
 # On held-out batches it is scored on the same pieces as the masked LM, each predicted
 # from the pieces before it alone.
+# It joins chapter 06's masked models in `bertlib.pretraining.models`, and `pretrain`'s
+# table of objectives names it as `objective="left-to-right"` (the cell after it checks).
 
 # %%
-#| export bertlib/left_to_right.py
-"""A left-to-right language model on BERT's encoder: the paper's "LTR & No NSP" baseline,
-GPT's objective, and one of the objectives of chapter 06's `pretrain`."""
-
+#| export bertlib/pretraining/models.py
 import torch
 import torch.nn.functional as F
 
 from bertlib.batch import IGNORE_INDEX
-from bertlib.config import BertConfig
-from bertlib.pretraining import BertForMaskedLM, PreTrainingOutput
+from bertlib.core.config import BertConfig
+from bertlib.pretraining.models import BertForMaskedLM, PreTrainingOutput
 
 
 # %%
-#| export bertlib/left_to_right.py
+#| export bertlib/pretraining/models.py
 class BertLMHeadModel(BertForMaskedLM):
     """A left-to-right language model with BERT's encoder: the masked LM's modules, used
     under a causal mask to predict token i+1 from position i. Scored at the masked
@@ -195,7 +194,7 @@ class BertLMHeadModel(BertForMaskedLM):
 
 
 # %%
-#| export bertlib/left_to_right.py
+#| export bertlib/pretraining/models.py
 #| internal next_token_loss at_hidden_pieces
 def next_token_loss(logits: torch.Tensor, text: torch.Tensor,
                     attention_mask: torch.Tensor | None) -> torch.Tensor:
@@ -219,10 +218,9 @@ def at_hidden_pieces(logits: torch.Tensor, labels: torch.Tensor,
 
 
 # %%
-#| export bertlib/left_to_right.py
-from bertlib.pretraining import MODEL_FOR_OBJECTIVE
+from bertlib.pretraining.run import MODEL_FOR_OBJECTIVE
 
-MODEL_FOR_OBJECTIVE["left-to-right"] = BertLMHeadModel
+assert MODEL_FOR_OBJECTIVE["left-to-right"].__qualname__ == BertLMHeadModel.__qualname__
 
 # %% [markdown]
 # When has a run left the plateau? A yardstick of the book's own: the first evaluated step
@@ -257,7 +255,7 @@ print({part: len(texts) for part, texts in by_split.items()}, "articles;",
 # %%
 from bertbook.comparison import steps_to_leave_plateau
 from bertbook.pretrain import run_for
-from bertlib.pretraining import pretrain
+from bertlib.pretraining.run import pretrain
 from bertlib.tokenizer import train_wordpiece
 
 pretraining_runs = {name: run_for(S[name], progress=True) for name in ("mlm", "ltr")}
@@ -456,8 +454,8 @@ from bertbook.comparison import (
     words_only_accuracy,
 )
 from bertbook.pretrain import chapter_06_model
-from bertlib.model import BertModel
-from bertlib.tuning import FineTuningRecipe
+from bertlib.core.encoder import BertModel
+from bertlib.finetuning.run import FineTuningRecipe
 
 task = {part: examples[:S["test_cap"]] if part != "train" else examples
         for part, examples in topics.items()}
@@ -776,7 +774,7 @@ claim(runs["ltr"].curve[-1]["mlm_accuracy"] > runs["mlm"].curve[-1]["mlm_accurac
 # * Task-adaptive pretraining with chapter 06's one road, `pretrain`, on the task's own
 #   texts: as a masked LM (any mask rate, dropout on or off) or left-to-right, with a
 #   held-out learning curve and the unigram cross-entropy to read it against.
-# * `bertlib.left_to_right.BertLMHeadModel`: the left-to-right baseline on BERT's encoder,
+# * `bertlib.pretraining.models.BertLMHeadModel`: the left-to-right baseline on BERT's encoder,
 #   added to `pretrain`'s objectives as `"left-to-right"`.
 # * `bertbook.comparison.steps_to_leave_plateau`: when a run leaves the plateau.
 # * `bertbook.comparison`: the fair comparison runner, `compare_start` (a learning rate per

@@ -62,8 +62,8 @@ from bertbook.claims import claim
 from bertbook.datasets import minilm_dir, split_of, wikipedia_links
 from bertbook.package_data import cache_dir
 from bertbook.sizes import pick_size
-from bertlib.checkpoints import read_state_dict
-from bertlib.model import BertModel
+from bertlib.core.checkpoints import read_state_dict
+from bertlib.core.encoder import BertModel
 from bertlib.runtime import best_device
 from bertlib.tokenizer import BertTokenizer
 
@@ -82,7 +82,7 @@ print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 chapter_started = time.perf_counter()
 
 from bertbook.budget import budget_report, inference_work
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 
 
 def gpu_work(size: dict) -> list:
@@ -107,7 +107,7 @@ print(budget_report(GPU_WORK, DEVICE))
 # checkpoint is downloaded, and write a clean folder that every loader in the book reads.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/hub.py
+#| export bertlib/core/hub.py
 #| internal LEGACY_SUFFIXES HUB_FILES modern_names
 """Google's BERT checkpoints from the Hugging Face hub, downloaded once and converted to
 the names every loader reads."""
@@ -117,7 +117,7 @@ from pathlib import Path
 
 import torch
 
-from bertlib.checkpoints import read_state_dict
+from bertlib.core.checkpoints import read_state_dict
 from bertlib.errors import DataUnavailable
 
 LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
@@ -179,7 +179,7 @@ def hub_checkpoint(name: str, cache: str | Path) -> Path:
 # %%
 from safetensors.torch import save_file
 
-from bertlib.hub import convert_checkpoint, hub_checkpoint
+from bertlib.core.hub import convert_checkpoint, hub_checkpoint
 
 with tempfile.TemporaryDirectory() as scratch:
     legacy, converted = Path(scratch) / "legacy", Path(scratch) / "converted"
@@ -236,7 +236,7 @@ del reference
 # the model's code.
 
 # %%
-#| export bertlib/probing.py
+#| export bertlib/analysis/probing.py
 """Looking inside a trained BERT: every layer's vectors (caught with forward hooks), how
 well a word's vectors separate its senses, where each attention head looks, and linear
 probes that ask each layer what it knows."""
@@ -269,7 +269,7 @@ def layer_states(model: nn.Module, batch: dict[str, torch.Tensor]) -> list[torch
 
 
 # %%
-#| export bertlib/probing.py
+#| export bertlib/analysis/probing.py
 def word_vectors(model: nn.Module, tokenizer, sentences: list[str],
                  word: str) -> torch.Tensor:
     """(L + 1, sentences, hidden): the vector of `word`'s first occurrence in each
@@ -329,7 +329,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
 
 # %%
 from bertbook.datasets import bank_senses
-from bertlib.probing import nearest_centroid_accuracy, word_vectors
+from bertlib.analysis.probing import nearest_centroid_accuracy, word_vectors
 
 examples = bank_senses()
 senses = [e.sense for e in examples]
@@ -401,7 +401,7 @@ assert pair_gap < 1e-4 and one_way_accuracy <= 0.6
 # each place, averaged over tokens.
 
 # %%
-#| export bertlib/probing.py
+#| export bertlib/analysis/probing.py
 @torch.no_grad()
 def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_id: int,
                          sep_id: int) -> dict[str, torch.Tensor]:
@@ -425,7 +425,7 @@ def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_i
 
 
 # %%
-from bertlib.probing import attention_statistics
+from bertlib.analysis.probing import attention_statistics
 
 texts = [p.text for p in paragraphs[:S["attention_paragraphs"]]]
 chunks = []
@@ -498,7 +498,7 @@ head_view(tuple(a.cpu().double().round(decimals=3) for a in pair_attentions), pa
 # link" class on held-out articles.
 
 # %%
-#| export bertlib/probing.py
+#| export bertlib/analysis/probing.py
 @torch.no_grad()
 def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
                            batch_size: int = 16) -> tuple[list[torch.Tensor], torch.Tensor]:
@@ -521,7 +521,7 @@ def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
 
 
 # %%
-#| export bertlib/probing.py
+#| export bertlib/analysis/probing.py
 #| internal Standardise
 def fit_linear_probe(vectors: torch.Tensor, labels: torch.Tensor, steps: int = 300,
                      weight_decay: float = 1e-3) -> nn.Module:
@@ -558,10 +558,10 @@ class Standardise(nn.Module):
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.datasets import LINK_TAGS, link_words
+from bertlib.analysis.probing import fit_linear_probe, labelled_token_vectors
 from bertlib.batch import PaddingCollator
-from bertlib.finetuning import tagging_features
-from bertlib.metrics import f1_score
-from bertlib.probing import fit_linear_probe, labelled_token_vectors
+from bertlib.finetuning.metrics import f1_score
+from bertlib.finetuning.models import tagging_features
 
 every = max(1, len(paragraphs) // S["probe_paragraphs"])
 chosen_paragraphs = paragraphs[::every]  # spread over all articles, so every split has some
@@ -631,9 +631,9 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #
 # ## What we built
 #
-# * `bertlib.hub`: `hub_checkpoint` (Google's BERTs from the hub, on Colab),
+# * `bertlib.core.hub`: `hub_checkpoint` (Google's BERTs from the hub, on Colab),
 #   `convert_checkpoint` and `modern_names` for the TensorFlow-era parameter names.
-# * `bertlib.probing`: `layer_states` (forward hooks), `word_vectors`,
+# * `bertlib.analysis.probing`: `layer_states` (forward hooks), `word_vectors`,
 #   `nearest_centroid_accuracy`, `attention_statistics`, `labelled_token_vectors` and
 #   `fit_linear_probe`.
 # * In the book's package, `bertbook.datasets.bank_senses`: 48 sentences with "bank" in two

@@ -64,11 +64,11 @@ from bertbook.claims import claim
 from bertbook.corpora import wikipedia_articles
 from bertbook.datasets import minilm_dir
 from bertbook.sizes import pick_size
-from bertlib.attention import scaled_dot_product
 from bertlib.batch import IGNORE_INDEX, PaddingCollator
-from bertlib.config import BertConfig
-from bertlib.masking import MaskingRecipe, mask_sequence
-from bertlib.pretraining import BertForMaskedLM, PreTrainingOutput
+from bertlib.core.attention import scaled_dot_product
+from bertlib.core.config import BertConfig
+from bertlib.pretraining.masking import MaskingRecipe, mask_sequence
+from bertlib.pretraining.models import BertForMaskedLM, PreTrainingOutput
 from bertlib.runtime import best_device, seed_everything
 from bertlib.tokenizer import BertTokenizer
 
@@ -88,7 +88,7 @@ chapter_started = time.perf_counter()
 
 from bertbook.budget import budget_report
 from bertbook.gpu_budgets import one_device_work
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 
 GPU_WORK = one_device_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
@@ -360,7 +360,7 @@ free_memory()
 # optimal number of rows, plus a constant (Johnson, 1973).
 
 # %%
-#| export bertlib/packing.py
+#| export bertlib/training/packing.py
 #| internal first_fit_decreasing positions_within_documents
 """Packing: short documents placed together into full sequences, with positions restarted
 and attention kept inside each document, so no compute is spent on padding."""
@@ -400,7 +400,7 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
 
 
 # %%
-#| export bertlib/packing.py
+#| export bertlib/training/packing.py
 def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
                    pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Masked-LM rows holding several (input ids, labels) documents each, ready for
@@ -429,7 +429,7 @@ def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
 # it does alone.
 
 # %%
-from bertlib.packing import pack_documents
+from bertlib.training.packing import pack_documents
 
 short_paragraphs = [ids for ids in (tokenizer.encode(p).ids for p in paragraphs)
                     if len(ids) <= S["seq"]]
@@ -727,7 +727,7 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.packing`: `pack_documents` with `first_fit_decreasing` and
+# * `bertlib.training.packing`: `pack_documents` with `first_fit_decreasing` and
 #   `positions_within_documents`.
 # * In the book's package, `bertbook.measure`: `interleaved_timings` and `peak_memory_mib`
 #   (honest side-by-side measurement), `training_step`, `forward_flops_per_token` /

@@ -83,7 +83,7 @@ print(budget_report([], DEVICE))
 # `batch_size` stays what it was; each of the `world_size` processes takes its share.
 
 # %%
-#| export bertlib/distributed/__init__.py
+#| export bertlib/training/distributed.py
 """Data-parallel training with PyTorch's DistributedDataParallel, launched by torchrun
 (`torchrun --nproc_per_node 2 -m bertbook.ddp ...` runs the book's example).
 
@@ -104,11 +104,11 @@ from torch.nn.parallel import DistributedDataParallel
 
 from bertlib.errors import CheckpointError, ConfigError
 from bertlib.runtime import best_device
-from bertlib.train import Trainer, TrainingConfig
+from bertlib.training.trainer import Trainer, TrainingConfig
 
 
 # %%
-#| export bertlib/distributed/__init__.py
+#| export bertlib/training/distributed.py
 def start_process_group() -> tuple[int, int, torch.device]:
     """(rank, world size, device) of this process. Under torchrun, join the process group:
     NCCL with the GPU numbered LOCAL_RANK when every process on this machine has a GPU of
@@ -128,7 +128,7 @@ def start_process_group() -> tuple[int, int, torch.device]:
 
 
 # %%
-#| export bertlib/distributed/__init__.py
+#| export bertlib/training/distributed.py
 class DataParallelTrainer(Trainer):
     """Chapter 06's Trainer in one of several processes: this rank's share of each global
     batch, the gradients averaged by DDP, checkpoints and the progress bar on rank 0 only."""
@@ -165,7 +165,7 @@ class DataParallelTrainer(Trainer):
 
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/distributed/__init__.py
+#| export bertlib/training/distributed.py
 # Checkpoints under DDP: what every rank shares, and what is each rank's own.
 def save_checkpoint(self) -> Path | None:
     """Rank 0 writes what all share (every copy holds the same weights and optimiser
@@ -212,7 +212,7 @@ DataParallelTrainer._own_state_path = _own_state_path
 # want to compare runs exactly.
 
 # %%
-#| export bertlib/distributed/__init__.py
+#| export bertlib/training/distributed.py
 def switch_off_dropout(model: nn.Module) -> nn.Module:
     """Every dropout probability to 0 (nn.Dropout modules and attention's own rate)."""
     for module in model.modules():
@@ -241,10 +241,14 @@ import torch.distributed as dist
 
 from bertbook.datasets import minilm_dir, rotten_tomatoes
 from bertlib.batch import PaddingCollator
-from bertlib.distributed import DataParallelTrainer, start_process_group, switch_off_dropout
-from bertlib.finetuning import BertForSequenceClassification, classification_features
+from bertlib.finetuning.models import BertForSequenceClassification, classification_features
 from bertlib.tokenizer import BertTokenizer
-from bertlib.train import Trainer, TrainingConfig
+from bertlib.training.distributed import (
+    DataParallelTrainer,
+    start_process_group,
+    switch_off_dropout,
+)
+from bertlib.training.trainer import Trainer, TrainingConfig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -333,7 +337,7 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.distributed`: `start_process_group` (NCCL when every process has a GPU of its
+# * `bertlib.training.distributed`: `start_process_group` (NCCL when every process has a GPU of its
 #   own, else gloo), `DataParallelTrainer` (chapter 06's trainer, data-parallel: each rank's
 #   slice of the batch, gradients exchanged once per step, per-rank random state in its
 #   checkpoints) and `switch_off_dropout`; in the book's package, `python -m bertbook.ddp`

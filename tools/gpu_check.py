@@ -70,7 +70,7 @@ def worker(out: Path, settings: dict, vocabulary: Path, resume: bool) -> int:
     """One pretraining run (a subprocess, so that it can be killed like a lost runtime),
     with repeatable kernels."""
     from bertbook.pretrain import book_documents, run_for
-    from bertlib.pretraining import pretrain
+    from bertlib.pretraining.run import pretrain
     from bertlib.tokenizer import BertTokenizer
 
     repeatable_kernels()

@@ -12,10 +12,14 @@ import torch.distributed as dist
 
 from bertbook.datasets import minilm_dir, rotten_tomatoes
 from bertlib.batch import PaddingCollator
-from bertlib.distributed import DataParallelTrainer, start_process_group, switch_off_dropout
-from bertlib.finetuning import BertForSequenceClassification, classification_features
+from bertlib.finetuning.models import BertForSequenceClassification, classification_features
 from bertlib.tokenizer import BertTokenizer
-from bertlib.train import Trainer, TrainingConfig
+from bertlib.training.distributed import (
+    DataParallelTrainer,
+    start_process_group,
+    switch_off_dropout,
+)
+from bertlib.training.trainer import Trainer, TrainingConfig
 
 __all__ = ["main"]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 from bertbook.corpora import load_corpus, split_articles
 from bertbook.runs import finished_run, has_checkpoint, run_folder, shipped_run
 from bertlib.errors import BertlibError
-from bertlib.masking import MaskingRecipe
-from bertlib.pretraining import PretrainingRun, pretrain
-from bertlib.train import TrainingConfig
+from bertlib.pretraining.masking import MaskingRecipe
+from bertlib.pretraining.run import PretrainingRun, pretrain
+from bertlib.training.trainer import TrainingConfig
 
 __all__ = ["SIZES", "run_for", "book_documents", "chapter_06_model", "main"]
 

@@ -11,7 +11,7 @@ from bertbook.baselines import (
     word_keys,
 )
 from bertbook.task_suite import TaskSuite
-from bertlib.evaluation import evaluate_classification, evaluate_span_qa, evaluate_tagging
+from bertlib.finetuning.run import evaluate_classification, evaluate_span_qa, evaluate_tagging
 
 IGNORE = -100
 

@@ -38,8 +38,8 @@ def _gpu_benchmark(root):
 def test_the_gpu_benchmark_reports_the_attention_kernel_that_ran(root):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from bertlib.config import BertConfig
-    from bertlib.model import BertModel
+    from bertlib.core.config import BertConfig
+    from bertlib.core.encoder import BertModel
 
     benchmark = _gpu_benchmark(root)
     model = BertModel(BertConfig.preset("bert-tiny", vocab_size=100)).eval()

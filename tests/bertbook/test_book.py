@@ -77,17 +77,17 @@ def test_environment_report_names_the_fix(monkeypatch):
 
 def test_library_map_names_each_public_name_its_module_and_chapter():
     rows = {row.name: row for row in library_map.library_map()}
-    assert rows["BertModel"].module == "bertlib.model"
+    assert rows["BertModel"].module == "bertlib.core.encoder"
     assert rows["BertModel"].chapter == "chapters/04_encoder.py"
     assert rows["BertTokenizer"].chapter == "chapters/02_tokens.py"
-    assert rows["BertForSequenceClassification"].module == "bertlib.finetuning"
+    assert rows["BertForSequenceClassification"].module == "bertlib.finetuning.models"
     assert rows["BertlibError"].chapter == library_map.HAND_WRITTEN
     assert "_attention_mask" not in rows  # private names stay out of the map
 
 
 def test_library_table_lists_modules_under_their_chapter():
     table = library_map.library_table()
-    assert "| 04_encoder | `bertlib.model` |" in table
+    assert "| 04_encoder | `bertlib.core.encoder` |" in table
     assert "`BertModel`" in table and "`BertForMaskedLM`" in table
 
 

@@ -15,7 +15,7 @@ from bertbook.budget import (
     training_work,
 )
 from bertbook.measure import DATASHEET_TFLOPS
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 from tools.chapters import ROOT, chapter_sources, read_chapter
 
 pytestmark = pytest.mark.slow  # each chapter's first cells, executed

@@ -7,7 +7,7 @@ import pytest
 
 import bertbook.pretrain as book_pretrain
 from bertbook.runs import shipped_run
-from bertlib.pretraining import BertForMaskedLM
+from bertlib.pretraining.models import BertForMaskedLM
 
 
 def _shipped(size: str):

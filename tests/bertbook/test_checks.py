@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from bertbook import checks
-from bertlib.config import BertConfig
-from bertlib.finetuning import BertForSequenceClassification
-from bertlib.masking import MaskingRecipe
+from bertlib.core.config import BertConfig
+from bertlib.finetuning.models import BertForSequenceClassification
+from bertlib.pretraining.masking import MaskingRecipe
 
 
 def test_a_stub_is_told_to_write_code():

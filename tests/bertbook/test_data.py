@@ -9,7 +9,8 @@ import types
 import pytest
 
 from bertbook import benchmarks, corpora, datasets, package_data
-from bertlib import errors, task_data
+from bertlib import errors
+from bertlib.finetuning import examples as labelled_examples
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +174,7 @@ def test_marked_links_keep_visible_text_and_target():
 def test_glue_rows_become_examples():
     rows = [{"sentence1": "A cat sat.", "sentence2": "A cat was sitting.", "label": 1}]
     assert benchmarks.glue_examples(rows, "mrpc") == [
-        task_data.TextExample("A cat sat.", 1, "A cat was sitting.")]
+        labelled_examples.TextExample("A cat sat.", 1, "A cat was sitting.")]
     with pytest.raises(ValueError, match="unknown GLUE task"):
         benchmarks.glue_task("squad")
 
@@ -183,7 +184,7 @@ def test_conll_rows_become_tagged_words():
             {"tokens": [], "ner_tags": []},  # the hub keeps the sentence separators
             {"tokens": ["-DOCSTART-"], "ner_tags": [0]}]  # and the document markers
     (words,) = benchmarks.conll_words(rows)
-    assert words == task_data.TaggedWords(("EU", "rejects", "German", "call"), (3, 0, 7, 0))
+    assert words == labelled_examples.TaggedWords(("EU", "rejects", "German", "call"), (3, 0, 7, 0))
     assert [datasets.CONLL_TAGS[t] for t in words.tags] == ["B-ORG", "O", "B-MISC", "O"]
 
 

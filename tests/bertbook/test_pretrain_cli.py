@@ -40,7 +40,7 @@ SMOKE_RUN = {"steps": 4, "warmup": 1, "corpus": "lee-news", "eval_every": 4}
 def _smoke_run(folder, resume=False):
     """The smoke size cut to 4 steps, through the one road, as the CLI runs it."""
     from bertbook.pretrain import SIZES, book_documents, run_for
-    from bertlib.pretraining import pretrain
+    from bertlib.pretraining.run import pretrain
 
     settings = {**SIZES["smoke"], **SMOKE_RUN}
     train, held_out = book_documents(settings)
@@ -51,7 +51,7 @@ def _smoke_run(folder, resume=False):
 def test_resume_trains_on_the_runs_own_vocabulary(tmp_path, monkeypatch):
     """WordPiece training differs between processes: a resumed run must read its
     vocabulary back, never learn a new one (487 of 4,000 ids moved when it did)."""
-    import bertlib.pretraining
+    import bertlib.pretraining.run
 
     first = _smoke_run(tmp_path)
     saved = (tmp_path / "vocabulary" / "vocab.txt").read_text()
@@ -60,7 +60,7 @@ def test_resume_trains_on_the_runs_own_vocabulary(tmp_path, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("a resumed run trained a new vocabulary")
 
-    monkeypatch.setattr(bertlib.pretraining, "train_wordpiece", no_training)
+    monkeypatch.setattr(bertlib.pretraining.run, "train_wordpiece", no_training)
     resumed = _smoke_run(tmp_path, resume=True)
     assert resumed.tokenizer.vocab == first.tokenizer.vocab
 
@@ -76,7 +76,7 @@ def test_resume_without_the_vocabulary_is_refused(tmp_path):
 
 def test_resume_on_other_text_or_another_rate_is_refused(tmp_path):
     from bertlib.errors import ConfigError
-    from bertlib.pretraining import _check_run
+    from bertlib.pretraining.run import _check_run
 
     (tmp_path / "checkpoint.pt").write_bytes(b"")
     record = {"run": {"masking": {"probability": 0.15}}, "text": "aaaa"}

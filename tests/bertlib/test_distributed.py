@@ -11,9 +11,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from bertlib.distributed import DataParallelTrainer, switch_off_dropout
 from bertlib.errors import BertlibError
-from bertlib.train import TrainingConfig
+from bertlib.training.distributed import DataParallelTrainer, switch_off_dropout
+from bertlib.training.trainer import TrainingConfig
 
 pytestmark = pytest.mark.slow  # torchrun with two processes
 
@@ -46,7 +46,7 @@ def test_two_processes_reach_the_weights_of_one(tmp_path):
 
 def _untrained_classifier_weight() -> torch.Tensor:
     from bertbook.datasets import minilm_dir
-    from bertlib.finetuning import BertForSequenceClassification
+    from bertlib.finetuning.models import BertForSequenceClassification
 
     torch.manual_seed(0)
     return BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2
@@ -61,8 +61,8 @@ def test_the_data_parallel_trainer_needs_torchrun():
 
 
 def test_switch_off_dropout_reaches_attention_too():
-    from bertlib.config import BertConfig
-    from bertlib.pretraining import BertForMaskedLM
+    from bertlib.core.config import BertConfig
+    from bertlib.pretraining.models import BertForMaskedLM
 
     model = switch_off_dropout(BertForMaskedLM(BertConfig(
         vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
@@ -77,7 +77,7 @@ def test_switch_off_dropout_reaches_attention_too():
 def test_nccl_only_when_every_local_rank_has_a_gpu(monkeypatch, gpus, backend, device):
     """Two processes on a one-GPU runtime (Colab) must talk over gloo: NCCL would send
     rank 1 to cuda:1, which does not exist. Simulated: CUDA present, `gpus` devices."""
-    from bertlib import distributed
+    from bertlib.training import distributed
 
     chosen = {}
     monkeypatch.setenv("WORLD_SIZE", "2")

@@ -78,10 +78,10 @@ from bertlib import (
     fine_tune_classifier,
 )
 from bertlib.batch import PaddingCollator
-from bertlib.finetuning import BertForSequenceClassification, classification_features
-from bertlib.sentence_pairs import SentencePair
-from bertlib.task_data import TextExample
-from bertlib.tuning import fine_tune
+from bertlib.finetuning.examples import TextExample
+from bertlib.finetuning.models import BertForSequenceClassification, classification_features
+from bertlib.finetuning.run import fine_tune
+from bertlib.pretraining.sentence_pairs import SentencePair
 
 TINY = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=64, max_position_embeddings=16)
@@ -133,7 +133,7 @@ def test_a_broken_cache_file_is_named_and_rebuilt(tmp_path, content):
 def _started_run(folder):
     """A run folder as the smoke size's CLI run leaves it after its first checkpoint."""
     from bertbook.pretrain import SIZES, book_documents, run_for
-    from bertlib.pretraining import _check_run, _text_digest, _vocabulary_digest
+    from bertlib.pretraining.run import _check_run, _text_digest, _vocabulary_digest
 
     train, _ = book_documents(SIZES["smoke"])
     vocabulary = BertTokenizer.from_pretrained(minilm_dir())
@@ -477,7 +477,7 @@ def test_a_truncated_checkpoint_is_named_not_unpickled_deep_in_torch(tmp_path):
 
 @pytest.mark.parametrize("content", ["", "{", "[1, 2"])
 def test_a_damaged_run_record_is_named(tmp_path, content):
-    from bertlib.pretraining import _check_run
+    from bertlib.pretraining.run import _check_run
 
     (tmp_path / "checkpoint.pt").write_bytes(b"")
     (tmp_path / "run.json").write_text(content)

@@ -7,9 +7,9 @@ from transformers import BertForMaskedLM as HFBertForMaskedLM
 from transformers import BertForPreTraining as HFBertForPreTraining
 
 from bertbook.datasets import minilm_dir
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 from bertlib.errors import CheckpointError
-from bertlib.pretraining import BertForMaskedLM, BertForPreTraining
+from bertlib.pretraining.models import BertForMaskedLM, BertForPreTraining
 
 SMALL = dict(vocab_size=300, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
              intermediate_size=96, max_position_embeddings=32)

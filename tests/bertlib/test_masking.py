@@ -1,4 +1,4 @@
-"""bertlib.masking and the next-sentence data: the original's statistics, on real text."""
+"""Masking and the next-sentence data: the original's statistics, on real text."""
 
 import random
 
@@ -8,8 +8,13 @@ import torch
 from bertbook.corpora import wikipedia_articles
 from bertlib.batch import IGNORE_INDEX
 from bertlib.errors import InputError
-from bertlib.masking import MaskingRecipe, PretrainingCollator, mask_sequence, prediction_units
-from bertlib.sentence_pairs import (
+from bertlib.pretraining.masking import (
+    MaskingRecipe,
+    PretrainingCollator,
+    mask_sequence,
+    prediction_units,
+)
+from bertlib.pretraining.sentence_pairs import (
     SentencePair,
     sentence_documents,
     sentence_pairs,
@@ -170,7 +175,7 @@ def test_pairs_need_two_documents():
 def test_a_random_segment_is_drawn_without_listing_every_document():
     """The random B segment comes from any document but A's, as the old list-of-all-others
     draw chose it (the same pairs, the same seeds), without that O(documents) list."""
-    from bertlib.sentence_pairs import _random_segment
+    from bertlib.pretraining.sentence_pairs import _random_segment
 
     documents = [[[10 * d + s] for s in range(3)] for d in range(7)]
     for seed in range(40):

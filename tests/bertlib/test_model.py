@@ -10,10 +10,10 @@ from transformers import BertForPreTraining as HFBertForPreTraining
 from transformers import BertModel as HFBertModel
 
 from bertbook.datasets import minilm_dir
-from bertlib.attention import BertSelfAttention, key_padding_mask, scaled_dot_product
-from bertlib.config import PRESETS, BertConfig
+from bertlib.core.attention import BertSelfAttention, key_padding_mask, scaled_dot_product
+from bertlib.core.config import PRESETS, BertConfig
+from bertlib.core.encoder import BertModel, parameter_count
 from bertlib.errors import CheckpointError, ConfigError, InputError
-from bertlib.model import BertModel, parameter_count
 from bertlib.tokenizer import BertTokenizer
 
 SENTENCES = ["The bank raised its interest rates again.",

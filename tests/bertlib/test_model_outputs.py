@@ -4,15 +4,15 @@ travels through torch.export with a dynamic batch and sequence length."""
 import pytest
 import torch
 
-from bertlib.config import BertConfig
-from bertlib.finetuning import (
+from bertlib.core.config import BertConfig
+from bertlib.core.encoder import BertModel
+from bertlib.finetuning.models import (
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
     TaskOutput,
 )
-from bertlib.model import BertModel
-from bertlib.pretraining import BertForMaskedLM, BertForPreTraining
+from bertlib.pretraining.models import BertForMaskedLM, BertForPreTraining
 
 SMALL = BertConfig(vocab_size=300, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
                    intermediate_size=96, max_position_embeddings=64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bertlib.metrics import answer_or_abstain
+from bertlib.finetuning.metrics import answer_or_abstain
 
 PARAGRAPH = torch.tensor([False, False, True, True, True])
 

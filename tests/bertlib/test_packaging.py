@@ -34,4 +34,4 @@ def test_the_wheel_holds_bertlib_and_nothing_of_the_book(library_wheel):
     packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(
         ".dist-info")}
     assert packages == {"bertlib"}
-    assert "bertlib/distributed/__init__.py" in names
+    assert "bertlib/training/distributed.py" in names

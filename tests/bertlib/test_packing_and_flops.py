@@ -14,11 +14,15 @@ from bertbook.measure import (
     training_flops_per_token,
     training_step,
 )
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
+from bertlib.core.encoder import BertModel
 from bertlib.errors import InputError
-from bertlib.model import BertModel
-from bertlib.packing import first_fit_decreasing, pack_documents, positions_within_documents
-from bertlib.pretraining import BertForMaskedLM
+from bertlib.pretraining.models import BertForMaskedLM
+from bertlib.training.packing import (
+    first_fit_decreasing,
+    pack_documents,
+    positions_within_documents,
+)
 
 TINY = BertConfig(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=64, max_position_embeddings=32,

@@ -1,4 +1,4 @@
-"""The one pretraining road (bertlib.pretraining.pretrain) on texts, as chapter 08 uses it
+"""The one pretraining road (bertlib.pretraining.run.pretrain) on texts, as chapter 08 uses it
 for task-adaptive pretraining, and the fair comparisons (bertbook.comparison), on a small
 made-up corpus so that each test takes seconds."""
 
@@ -10,6 +10,7 @@ import statistics
 
 import pytest
 import torch
+import transformers
 
 from bertbook.comparison import (
     Comparison,
@@ -23,21 +24,21 @@ from bertbook.comparison import (
     words_only_accuracy,
 )
 from bertlib.batch import IGNORE_INDEX
+from bertlib.core.encoder import BertModel
 from bertlib.errors import ConfigError, InputError
-from bertlib.finetuning import BertForSequenceClassification
-from bertlib.masking import MaskingRecipe, PretrainingCollator
-from bertlib.model import BertModel
-from bertlib.pretraining import (
+from bertlib.finetuning.examples import TextExample
+from bertlib.finetuning.models import BertForSequenceClassification
+from bertlib.finetuning.run import FineTuningRecipe
+from bertlib.pretraining.masking import MaskingRecipe, PretrainingCollator
+from bertlib.pretraining.run import (
     PretrainingResult,
     PretrainingRun,
     packed_rows,
     pretrain,
     unigram_baselines,
 )
-from bertlib.task_data import TextExample
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
-from bertlib.train import TrainingConfig, TrainingState
-from bertlib.tuning import FineTuningRecipe
+from bertlib.training.trainer import TrainingConfig, TrainingState
 
 TOPICS = {0: ["goal", "match", "league", "striker", "coach"],
           1: ["shares", "profit", "market", "bank", "growth"]}
@@ -236,3 +237,17 @@ def test_resuming_on_another_vocabulary_of_the_same_size_is_refused(tmp_path, te
     with pytest.raises(ConfigError, match="vocabulary: '[0-9a-f]+' then, '[0-9a-f]+' now"):
         pretrain(texts[:200], run, tmp_path, texts[250:], resume=True,
                  device=torch.device("cpu"))
+
+
+def test_the_saved_tokenizer_cuts_texts_where_the_model_positions_end(tiny_run):
+    """transformers' pipelines truncate at the saved tokenizer's model_max_length: a longer
+    one than the position table makes a long text crash the model instead of being cut."""
+    folder = tiny_run.folder
+    positions = json.loads((folder / "config.json").read_text())["max_position_embeddings"]
+    saved = json.loads((folder / "tokenizer_config.json").read_text())["model_max_length"]
+    assert saved <= positions
+    long_text = " ".join(["[MASK]"] + ["goal match league"] * 3 * positions)
+    fill = transformers.pipeline("fill-mask", model=str(folder), top_k=2,
+                                 tokenizer_kwargs={"truncation": True})
+    assert len(fill(long_text)) == 2
+    assert len(BertTokenizer.from_pretrained(folder).encode(long_text).ids) <= positions

@@ -10,17 +10,17 @@ import torch
 from safetensors.torch import save_file
 
 from bertbook.datasets import bank_senses, minilm_dir
-from bertlib.checkpoints import read_state_dict
-from bertlib.errors import DataUnavailable
-from bertlib.hub import convert_checkpoint, hub_checkpoint, modern_names
-from bertlib.model import BertModel
-from bertlib.probing import (
+from bertlib.analysis.probing import (
     attention_statistics,
     fit_linear_probe,
     layer_states,
     nearest_centroid_accuracy,
     word_vectors,
 )
+from bertlib.core.checkpoints import read_state_dict
+from bertlib.core.encoder import BertModel
+from bertlib.core.hub import convert_checkpoint, hub_checkpoint, modern_names
+from bertlib.errors import DataUnavailable
 from bertlib.tokenizer import BertTokenizer
 
 

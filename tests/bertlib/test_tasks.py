@@ -7,10 +7,12 @@ import transformers
 
 from bertbook.datasets import CONLL_TAGS, LINK_TAGS, LinkedParagraph, link_questions, link_words
 from bertlib.batch import PaddingCollator
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
+from bertlib.core.encoder import BertModel
 from bertlib.errors import CheckpointError, ConfigError, InputError
-from bertlib.evaluation import evaluate_classification, mention_f1, mentions
-from bertlib.finetuning import (
+from bertlib.finetuning.examples import SpanQuestion, TaggedWords, TextExample, tag_names
+from bertlib.finetuning.metrics import best_span
+from bertlib.finetuning.models import (
     BertForQuestionAnswering,
     BertForSequenceClassification,
     BertForTokenClassification,
@@ -18,13 +20,15 @@ from bertlib.finetuning import (
     span_qa_features,
     tagging_features,
 )
-from bertlib.left_to_right import BertLMHeadModel
-from bertlib.metrics import best_span
-from bertlib.model import BertModel
-from bertlib.pretraining import BertForMaskedLM
-from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, tag_names
+from bertlib.finetuning.run import (
+    FineTuningRecipe,
+    evaluate_classification,
+    fine_tune,
+    mention_f1,
+    mentions,
+)
+from bertlib.pretraining.models import BertForMaskedLM, BertLMHeadModel
 from bertlib.tokenizer import BertTokenizer
-from bertlib.tuning import FineTuningRecipe, fine_tune
 
 SMALL = dict(vocab_size=300, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
              intermediate_size=96, max_position_embeddings=32)

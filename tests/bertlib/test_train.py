@@ -9,23 +9,22 @@ import warnings
 import pytest
 import torch
 
-import bertlib.train as train_module
+import bertlib.runtime as runtime_module
 from bertbook.corpora import wikipedia_articles
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 from bertlib.errors import CheckpointError, ConfigError, TrainingDiverged
-from bertlib.masking import PretrainingCollator
-from bertlib.pretraining import BertForPreTraining
-from bertlib.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.pretraining.masking import PretrainingCollator
+from bertlib.pretraining.models import BertForPreTraining
+from bertlib.pretraining.sentence_pairs import sentence_documents, sentence_pairs
+from bertlib.runtime import resolve_precision
 from bertlib.tokenizer import train_wordpiece
-from bertlib.train import (
+from bertlib.training.optimizer import parameter_groups, warmup_then_linear_decay
+from bertlib.training.trainer import (
     SeededBatches,
     Trainer,
     TrainingConfig,
     batch_loader,
     default_loader_workers,
-    parameter_groups,
-    resolve_precision,
-    warmup_then_linear_decay,
 )
 
 
@@ -144,7 +143,7 @@ def test_too_small_a_dataset_is_a_clear_error(data):
 def test_bf16_on_a_cpu_warns_only_where_it_is_slow(monkeypatch, fast):
     """Without oneDNN's bf16 (no AVX-512) bf16 products fall back to a loop tens of times
     slower than fp32: asking for bf16 there is kept, with a warning that says what to do."""
-    monkeypatch.setattr(train_module, "cpu_has_fast_bf16", lambda: fast)
+    monkeypatch.setattr(runtime_module, "cpu_has_fast_bf16", lambda: fast)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert resolve_precision("bf16", torch.device("cpu")) == "bf16"

@@ -14,6 +14,10 @@ same way. A generated module is, in order:
 * ``__all__``: the public classes, functions and CONSTANTS its cells define;
 * each cell, after a provenance line naming its chapter and cell number.
 
+A module may gather cells from several chapters when they build one idea (chapter 08's
+left-to-right model joins chapter 06's masked models): its header names every chapter and
+each cell keeps its provenance line, so a reader finds where each part was built.
+
 A later cell that adds a method to a class (``Trainer.train = train``: the chapter builds a
 class up cell by cell) has the function folded into the class body, so that the library
 reader, ``help()`` and IDEs see one class. Modules that no chapter exports are written by
@@ -315,19 +319,7 @@ def render_modules(root: Path = ROOT) -> dict[str, str]:
     for chapter in chapter_sources(root):
         for cell in exported_cells(chapter):
             by_module.setdefault(cell.module, []).append(cell)
-    for module, cells in by_module.items():
-        check_one_owner(module, cells)
     return {module: render_module(module, cells) for module, cells in by_module.items()}
-
-
-def check_one_owner(module: str, cells: list[ExportedCell]) -> None:
-    """A library module is written by one chapter, so that its reader finds it built up in
-    one place (the book's own package may gather helpers from several)."""
-    chapters = sorted({cell.chapter for cell in cells})
-    if module.startswith("bertlib/") and len(chapters) > 1:
-        raise ExportError(f"{module} is written by {', '.join(chapters)}; a library module "
-                          "has one owner chapter: move the later cells to a module of their "
-                          "own")
 
 
 def _header(chapters: list[str]) -> str:

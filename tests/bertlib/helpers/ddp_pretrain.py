@@ -18,14 +18,14 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 from bertbook.corpora import lee_news
 from bertbook.datasets import minilm_dir
-from bertlib.config import BertConfig
-from bertlib.distributed import DataParallelTrainer, start_process_group
-from bertlib.masking import PretrainingCollator
-from bertlib.pretraining import BertForMaskedLM
+from bertlib.core.config import BertConfig
+from bertlib.pretraining.masking import PretrainingCollator
+from bertlib.pretraining.models import BertForMaskedLM
+from bertlib.pretraining.sentence_pairs import sentence_documents, sentence_pairs
 from bertlib.runtime import seed_everything
-from bertlib.sentence_pairs import sentence_documents, sentence_pairs
 from bertlib.tokenizer import BertTokenizer
-from bertlib.train import TrainingConfig
+from bertlib.training.distributed import DataParallelTrainer, start_process_group
+from bertlib.training.trainer import TrainingConfig
 
 STEPS = 4
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from bertlib.checkpoints import read_state_dict
+from bertlib.core.checkpoints import read_state_dict
 from bertlib.errors import DataUnavailable
 
 __all__ = ["convert_checkpoint", "hub_checkpoint"]

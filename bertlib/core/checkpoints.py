@@ -1,22 +1,26 @@
 """Checkpoint folders in `transformers`' layout: reading their tensors, matching their names
 to a model's, and writing a folder so that a crash or a second writer never leaves half a save.
 
-Chapter 04 explains what a checkpoint folder holds and calls this module from
-`BertPreTrainedModel.from_pretrained` and `save_pretrained`; the file handling lives here,
-out of the chapter's reading path.
+`BertPreTrainedModel.from_pretrained` and `save_pretrained` call it. How this file is made:
+written by hand (chapter 04 tells what a checkpoint folder holds).
 """
+
+from __future__ import annotations
 
 import contextlib
 import os
 import secrets
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from bertlib.config import BertConfig
 from bertlib.errors import CheckpointError
+
+if TYPE_CHECKING:  # the config is handed in, so the checkpoints sit beside it, not above
+    from bertlib.core.config import BertConfig
 
 try:
     import fcntl  # POSIX: Linux, macOS, Colab
@@ -133,11 +137,13 @@ def load_checkpoint(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
     model.new_weights, model.unused_checkpoint_keys = fresh, unused
 
 
-def read_folder(folder: str | Path) -> tuple[dict[str, torch.Tensor], BertConfig]:
-    """A checkpoint folder's tensors and config, read while no save into it is in progress."""
+def read_folder(folder: str | Path,
+                config_class: type[BertConfig]) -> tuple[dict[str, torch.Tensor], BertConfig]:
+    """A checkpoint folder's tensors and its config (read by `config_class.from_json`),
+    read while no save into the folder is in progress."""
     with _folder_lock(Path(folder), exclusive=False):
         state = read_state_dict(folder)  # first: it says what is wrong with the folder
-        config = BertConfig.from_json(folder)
+        config = config_class.from_json(folder)
     return state, config
 
 

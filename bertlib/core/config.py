@@ -14,6 +14,16 @@ ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 
 @dataclass
 class BertConfig:
+    """The shape of one BERT: sizes, activation, dropout, positions, and a task head's labels.
+
+    The field names are those of transformers' BertConfig, so a folder's config.json reads
+    the same in both libraries; the defaults are BERT-base's (Devlin et al., 2018, §3:
+    12 layers, hidden 768, 12 heads, a feed-forward 4 times as wide, sequences of up to
+    512 pieces). Every value is checked when the config is built, so a wrong number fails
+    here with advice instead of deep inside a forward pass. `PRESETS` names the sizes of
+    Turc et al. (2019)'s small BERTs and BERT-base/large.
+    """
+
     vocab_size: int = 30522
     hidden_size: int = 768
     num_hidden_layers: int = 12

@@ -3,8 +3,7 @@
 """Fine-tuning: a pretrained encoder, one small head per kind of task, trained together.
 
 Heads for sentences and pairs, for every token and for answer spans (with the parameter
-names of `transformers`) and the features each one reads; the recipe, the loop and
-predictions are in `bertlib.tuning`.
+names of `transformers`) and the features each one reads.
 """
 
 import re
@@ -15,9 +14,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from bertlib.batch import IGNORE_INDEX
-from bertlib.config import BertConfig
-from bertlib.model import BertModel, BertPreTrainedModel, ModelOutput, register_output
-from bertlib.task_data import SpanQuestion, TaggedWords, TextExample, words_in
+from bertlib.core.config import BertConfig
+from bertlib.core.encoder import BertModel, BertPreTrainedModel, ModelOutput, register_output
+from bertlib.finetuning.examples import SpanQuestion, TaggedWords, TextExample, words_in
 
 __all__ = [
     "TaskOutput",

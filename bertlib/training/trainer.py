@@ -1,12 +1,10 @@
-"""A small, readable trainer for BERT pretraining that is also a real one: AdamW without
-decay on biases and LayerNorm, linear warm-up and decay (bertlib.optimization, built in
-chapter 06), clipping, accumulation, mixed precision, evaluation, and checkpoints that
-resume exactly.
+"""A small, readable trainer for BERT that is also a real one: AdamW without decay on
+biases and LayerNorm, linear warm-up and decay (`bertlib.training.optimizer`), clipping,
+accumulation, mixed precision (the policy in `bertlib.runtime`), evaluation, and
+checkpoints that resume exactly: the data order and the masking seeds are functions of
+(seed, epoch, batch), so a resumed run sees what an uninterrupted one would have.
 
-Chapter 06 explains each part in prose; the code is machinery (data order, pinned memory,
-checkpoint files, signals, loss scaling), so it is written here by hand rather than in the
-chapter's reading path. parameter_groups and warmup_then_linear_decay can be imported from
-here too (they stay in bertlib.optimization's `__all__`: one public name each).
+How this file is made: written by hand (chapter 06 tells each part in prose).
 """
 
 import contextlib
@@ -17,7 +15,6 @@ import signal
 import sys
 import threading
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,49 +22,14 @@ import torch
 from torch import nn
 
 from bertlib.errors import CheckpointError, ConfigError, InputError, TrainingDiverged
-from bertlib.optimization import parameter_groups, warmup_then_linear_decay
-from bertlib.runtime import cpu_has_fast_bf16
+from bertlib.runtime import autocast, resolve_precision
+from bertlib.training.optimizer import parameter_groups, warmup_then_linear_decay
 
 __all__ = [
-    "resolve_precision",
-    "autocast",
     "TrainingConfig",
     "TrainingState",
     "Trainer",
 ]
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """The library's one precision policy; 'auto' resolves to:
-
-    * bf16 on a GPU of compute capability 8.0 or more (A100, L4, H100...);
-    * fp16 with a gradient scaler on an older GPU: a T4 (7.5) reports bf16 as supported,
-      but only emulates it, with no tensor cores and no fused attention;
-    * fp32 on a CPU or anything else: bf16 on a CPU helps only some models on some CPUs
-      (chapter 10 measures it), so it is asked for by name, never assumed; asked for on a
-      CPU without fast bf16 products (`cpu_has_fast_bf16`), it warns.
-    """
-    if precision not in ("auto", "fp32", "bf16", "fp16"):
-        raise ConfigError(f"precision must be auto, fp32, bf16 or fp16, not {precision!r}")
-    if precision != "auto":
-        if precision == "fp16" and device.type != "cuda":
-            raise ConfigError("fp16 training needs a CUDA device; use bf16 or fp32 here")
-        if precision == "bf16" and device.type == "cpu" and not cpu_has_fast_bf16():
-            warnings.warn("this CPU has no fast bf16 products (oneDNN's bf16 needs AVX-512), "
-                          "so bf16 trains tens of times slower than fp32 here: ask for "
-                          "precision='fp32' (or 'auto')", stacklevel=2)
-        return precision
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.get_device_capability(device) >= (8, 0) else "fp16"
-    return "fp32"
-
-
-def autocast(device: torch.device, precision: str):
-    """The autocast context for a resolved precision (a no-op for fp32)."""
-    if precision == "fp32":
-        return contextlib.nullcontext()
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device_type=device.type, dtype=dtype)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 # Edit the chapter, not this file: `make test` fails when the two differ.
 """The pieces of scoring that chapter 07 teaches: F1, and decoding an answer span from start
 and end scores (SQuAD v1.1's best span, SQuAD 2.0's answer-or-abstain). Running a model
-over a task's features and counting is in bertlib.evaluation."""
+over a task's features and counting is in bertlib.finetuning.run."""
 
 import math
 

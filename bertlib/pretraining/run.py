@@ -1,17 +1,13 @@
-"""Pretraining BERT: the one road, `pretrain(texts, run)`, and what it returns.
+"""The one road to a pretrained BERT: `pretrain(texts, run, out)`, and what it returns.
 
 A `PretrainingRun` names everything a run depends on (objective, model size, masking
-recipe, training settings); `pretrain` trains a WordPiece vocabulary (or takes one), builds
-masked-LM (or next-sentence) examples, trains with chapter 06's `Trainer`, scores held-out
-text against the unigram baselines, and saves a folder that `from_pretrained` and
-transformers load. It checks that a folder it resumes was started by the same run on the
-same text. The pretraining models themselves (heads, `BertForPreTraining`,
-`BertForMaskedLM`, `evaluate_pretraining`) are built in chapter 06 and live in
-`bertlib.pretraining_models`; they can be imported from here too, so this module is the
-front door to everything pretraining (they stay out of `__all__`: one public name each).
+recipe, training settings) and is checked when it is built; `pretrain` trains a WordPiece
+vocabulary (or takes one), builds masked-LM (or next-sentence) examples, trains with the
+`Trainer`, scores held-out text against the unigram baselines, and saves a folder that
+`from_pretrained` and transformers load. It checks that a folder it resumes was started
+by the same run on the same text.
 
-Chapter 06 explains the road in prose; its code is machinery (hashing, resuming, saving),
-so it is written here by hand.
+How this file is made: written by hand (chapter 06 tells the road in prose).
 """
 
 import hashlib
@@ -25,27 +21,19 @@ import torch
 from torch import nn
 
 from bertlib.batch import IGNORE_INDEX
-from bertlib.config import BertConfig
+from bertlib.core.config import BertConfig
 from bertlib.errors import CheckpointError, ConfigError, InputError
-from bertlib.masking import MaskingRecipe, PretrainingCollator
-from bertlib.pretraining_models import (
+from bertlib.pretraining.masking import MaskingRecipe, PretrainingCollator
+from bertlib.pretraining.models import (
     BertForMaskedLM,
     BertForPreTraining,
+    BertLMHeadModel,
     evaluate_pretraining,
 )
-from bertlib.pretraining_models import (
-    PreTrainingOutput as PreTrainingOutput,  # importable from here, as before
-)
-from bertlib.runtime import best_device, seed_everything
-from bertlib.sentence_pairs import SentencePair, sentence_documents, sentence_pairs
+from bertlib.pretraining.sentence_pairs import SentencePair, sentence_documents, sentence_pairs
+from bertlib.runtime import best_device, resolve_precision, seed_everything
 from bertlib.tokenizer import BertTokenizer, train_wordpiece
-from bertlib.train import (
-    Trainer,
-    TrainingConfig,
-    TrainingState,
-    prepare_output_dir,
-    resolve_precision,
-)
+from bertlib.training.trainer import Trainer, TrainingConfig, TrainingState, prepare_output_dir
 
 __all__ = [
     "unigram_baselines",
@@ -75,8 +63,13 @@ def unigram_baselines(train_pieces: list[list[int]], held_out_batches: list[dict
             "unigram_perplexity": math.exp(cross_entropy)}
 
 
-# Which model each objective trains; chapter 08 adds its left-to-right model.
-MODEL_FOR_OBJECTIVE: dict[str, type] = {"mlm+nsp": BertForPreTraining, "mlm": BertForMaskedLM}
+# Which model each objective trains: the paper's two tasks, the masked LM alone (its
+# "No NSP" row), and the left-to-right LM (its "LTR & No NSP" row, built in chapter 08).
+MODEL_FOR_OBJECTIVE: dict[str, type] = {
+    "mlm+nsp": BertForPreTraining,
+    "mlm": BertForMaskedLM,
+    "left-to-right": BertLMHeadModel,
+}
 
 
 @dataclass(frozen=True)
@@ -98,11 +91,12 @@ class PretrainingRun:
                               f"{self.max_seq_length}")
         if not 0 <= self.dropout < 1:
             raise ConfigError(f"dropout must lie in [0, 1), not {self.dropout}")
-
-    def model_class(self) -> type:
         if self.objective not in MODEL_FOR_OBJECTIVE:
             raise ConfigError(f"objective must be one of {sorted(MODEL_FOR_OBJECTIVE)}, not "
                               f"{self.objective!r}")
+
+    def model_class(self) -> type:
+        """The model this run's objective trains."""
         return MODEL_FOR_OBJECTIVE[self.objective]
 
     def description(self) -> dict:
@@ -199,7 +193,10 @@ def _save(model: nn.Module, tokenizer, run: "PretrainingRun", folder: Path) -> P
     device = next(model.parameters()).device
     model.cpu().save_pretrained(folder)
     model.to(device)
-    tokenizer.save_pretrained(folder)
+    # The saved tokenizer cuts texts where the model's position table ends, so a pipeline
+    # asked to truncate a long text cuts it to a length the model can read.
+    positions = model.config.max_position_embeddings
+    tokenizer.with_max_length(min(tokenizer.max_length, positions)).save_pretrained(folder)
     (folder / "run.json").write_text(json.dumps(run.description(), indent=2) + "\n",
                                      encoding="utf-8")
     return folder

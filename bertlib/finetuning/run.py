@@ -1,9 +1,9 @@
 """Fine-tuning's road: the recipe (every knob in one place), the loop that trains encoder
-and head together, prediction, and the one call that turns labelled texts into a classifier.
+and head together, prediction, scoring a task's features (accuracy, F1 for two classes as
+GLUE scores MRPC, mention F1 as CoNLL's scorer counts, SQuAD's exact match and overlap F1),
+and the one call that turns labelled texts into a classifier.
 
-Chapter 07 builds the task heads and their features (`bertlib.finetuning`) and explains
-the recipe; this loop is chapter 06's `Trainer` with the recipe's settings, so it is
-written here by hand rather than in the chapter's reading path.
+How this file is made: written by hand (chapter 07 tells the recipe and the loop in prose).
 """
 
 import math
@@ -16,12 +16,23 @@ from torch import nn
 
 from bertlib.batch import IGNORE_INDEX, MODEL_INPUTS, PaddingCollator
 from bertlib.errors import ConfigError, InputError
-from bertlib.finetuning import BertForSequenceClassification, classification_features
-from bertlib.runtime import best_device, seed_everything
-from bertlib.task_data import TextExample
-from bertlib.train import Trainer, TrainingConfig, autocast, resolve_precision
+from bertlib.finetuning.examples import TextExample
+from bertlib.finetuning.metrics import best_span, f1_score
+from bertlib.finetuning.models import BertForSequenceClassification, classification_features
+from bertlib.runtime import autocast, best_device, resolve_precision, seed_everything
+from bertlib.training.trainer import Trainer, TrainingConfig
 
-__all__ = ["FineTuningRecipe", "fine_tune", "predict", "fine_tune_classifier", "classify"]
+__all__ = [
+    "FineTuningRecipe",
+    "fine_tune",
+    "predict",
+    "mention_f1",
+    "evaluate_classification",
+    "evaluate_tagging",
+    "evaluate_span_qa",
+    "fine_tune_classifier",
+    "classify",
+]
 
 
 @dataclass
@@ -128,6 +139,72 @@ def predict(model: nn.Module, features: list[dict], collator: PaddingCollator,
     return results
 
 
+def mentions(tags: list[int]) -> set[tuple[int, int, int]]:
+    """(first word, last word, kind) of each mention in B/I/O tags numbered as tag_names
+    makes them (B of kind k is 2k + 1, its I is 2k + 2). An I that does not continue a
+    mention of its kind opens one, as CoNLL's scorer does."""
+    found, start, kind = set(), None, None
+    for i, tag in enumerate([*tags, 0]):
+        continues = start is not None and tag > 0 and tag % 2 == 0 and (tag - 1) // 2 == kind
+        if start is not None and not continues:
+            found.add((start, i - 1, kind))
+            start = None
+        if tag > 0 and not continues:
+            start, kind = i, (tag - 1) // 2
+    return found
+
+
+def mention_f1(predicted_rows: list[list[int]], gold_rows: list[list[int]]) -> float:
+    """Mention F1 over rows of word tags: a mention counts only when its words and its
+    kind match exactly. Counted over all rows at once, not averaged per row."""
+    hits = predicted = gold = 0
+    for tags, gold_tags in zip(predicted_rows, gold_rows, strict=True):
+        found, expected = mentions(tags), mentions(gold_tags)
+        hits += len(found & expected)
+        predicted += len(found)
+        gold += len(expected)
+    return f1_score(hits, predicted, gold)
+
+
+def evaluate_classification(model, features, collator, device) -> dict[str, float]:
+    """Accuracy, and F1 of the second class when there are two (as GLUE scores MRPC)."""
+    predicted = torch.stack(predict(model, features, collator, device)).argmax(-1)
+    gold = torch.tensor([f["labels"] for f in features])
+    result = {"accuracy": float((predicted == gold).float().mean())}
+    if model.num_labels == 2:
+        true_positives = int(((predicted == 1) & (gold == 1)).sum())
+        result["f1"] = f1_score(true_positives, int((predicted == 1).sum()),
+                                int((gold == 1).sum()))
+    return result
+
+
+def evaluate_tagging(model, features, collator, device) -> dict[str, float]:
+    """Mention F1 and word accuracy, over the words (the first pieces)."""
+    predicted_rows, gold_rows = [], []
+    for logits, feature in zip(predict(model, features, collator, device), features):
+        first_pieces = torch.tensor(feature["labels"]) != IGNORE_INDEX
+        predicted_rows.append(logits[first_pieces].argmax(-1).tolist())
+        gold_rows.append([t for t in feature["labels"] if t != IGNORE_INDEX])
+    right_words = sum(p == g for predicted, gold in zip(predicted_rows, gold_rows)
+                      for p, g in zip(predicted, gold))
+    return {"mention_f1": mention_f1(predicted_rows, gold_rows),
+            "word_accuracy": right_words / sum(map(len, gold_rows))}
+
+
+def evaluate_span_qa(model, features, collator, device,
+                     max_answer_length: int = 30) -> dict[str, float]:
+    """SQuAD's exact match and overlap F1 (best over the gold answers), in pieces."""
+    exact = overlap = 0.0
+    for logits, feature in zip(predict(model, features, collator, device), features):
+        allowed = torch.tensor(feature["token_type_ids"]) == 1
+        allowed[-1] = False  # the final [SEP]
+        start, end = best_span(logits[:, 0], logits[:, 1], allowed, max_answer_length)
+        exact += (start, end) in feature["answers"]
+        overlap += max(f1_score(max(0, min(end, e) - max(start, s) + 1), end - start + 1,
+                                e - s + 1) for s, e in feature["answers"])
+    return {"exact_match": exact / len(features), "f1": overlap / len(features)}
+
+
 def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
                          labels: list, recipe: FineTuningRecipe | None = None,
                          max_length: int = 128, dev: tuple[list[str], list] | None = None,
@@ -159,7 +236,7 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
         dev_features = classification_features(
             tokenizer, [TextExample(t, index[y]) for t, y in zip(dev_texts, dev_labels)])
 
-        def evaluate(trained):  # the accuracy alone: bertlib.evaluation imports this module
+        def evaluate(trained):  # the accuracy alone: bertlib.finetuning.run imports this module
             logits = predict(trained, dev_features, collator, device)
             right = sum(int(row.argmax()) == f["labels"] for row, f in zip(logits, dev_features))
             print(f"dev accuracy {right / len(dev_features):.3f}", file=sys.stderr)

@@ -10,7 +10,7 @@ import torch
 
 from bertlib.batch import IGNORE_INDEX, pad_batch
 from bertlib.errors import ConfigError, InputError
-from bertlib.sentence_pairs import SentencePair
+from bertlib.pretraining.sentence_pairs import SentencePair
 
 __all__ = ["MaskingRecipe", "mask_sequence", "PretrainingCollator"]
 

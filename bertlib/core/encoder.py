@@ -16,11 +16,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from bertlib.attention import BertSelfAttention, key_padding_mask
-from bertlib.checkpoints import load_checkpoint, read_folder, write_folder
-from bertlib.config import BertConfig
+from bertlib.core.attention import BertSelfAttention, key_padding_mask
+from bertlib.core.checkpoints import load_checkpoint, read_folder, write_folder
+from bertlib.core.config import BertConfig
+from bertlib.core.input_checks import check_model_input
 from bertlib.errors import ConfigError
-from bertlib.input_checks import check_model_input
 
 __all__ = [
     "BertEmbeddings",
@@ -297,7 +297,7 @@ class BertPreTrainedModel(nn.Module):
     def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
         """Build this class from a checkpoint folder and load its weights (load_checkpoint says
         what may start fresh). Keywords change fields of the folder's config."""
-        state, config = read_folder(folder)
+        state, config = read_folder(folder, BertConfig)
         model = cls(config.with_overrides(**config_overrides))
         load_checkpoint(model, state)
         return model.eval()

@@ -20,7 +20,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from bertlib.errors import CheckpointError, ConfigError
 from bertlib.runtime import best_device
-from bertlib.train import Trainer, TrainingConfig
+from bertlib.training.trainer import Trainer, TrainingConfig
 
 __all__ = ["start_process_group", "DataParallelTrainer", "switch_off_dropout"]
 

@@ -7,10 +7,16 @@ costs no device sync, and never under torch.compile, so a compiled GPU step has 
 break and no host sync.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import torch
 
-from bertlib.config import BertConfig
 from bertlib.errors import InputError
+
+if TYPE_CHECKING:  # only read, never built, here
+    from bertlib.core.config import BertConfig
 
 __all__ = ["check_model_input"]
 
