@@ -185,6 +185,9 @@ Markdown(library_table())
 # (reading and saving checkpoints, the trainer's loop and its checkpoints, the pretraining
 # road): it is real code to read in `bertlib/`, kept out of the chapters so that they show
 # the ideas.
+# Either way a module lives where its idea does: `core/` (the encoder), `pretraining/`,
+# `finetuning/`, `training/` and `analysis/`, with the tokenizer and a few shared modules
+# beside them.
 # The front door, `from bertlib import BertConfig, BertModel, ...`, holds the names a
 # practitioner reaches for; the book's own helpers live in a second package, `bertbook`.
 #
