@@ -6,10 +6,10 @@ CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 .PHONY: setup book unit test check-html export sync notebooks diagrams student grade grade-selftest lab bench gpu-check
 
 setup:            ## create .venv and install everything (quick when already done)
-	bash tools/build/setup.sh
+	bash tools/authoring/setup.sh
 
 book: setup       ## the HTML book from the committed notebooks (EXECUTE=1: run every chapter first)
-	$(PY) tools/build/build_book.py $(if $(EXECUTE),--execute)
+	$(PY) tools/authoring/build_book.py $(if $(EXECUTE),--execute)
 
 unit: setup       ## the fast tests in parallel (no subprocess, kernel, grading or training run)
 	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests -m "not slow" -n 2 -q -p no:cacheprovider
@@ -18,22 +18,22 @@ test: setup       ## unit tests, sync checks, and every chapter under nbval at s
 	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests chapters --nbval-lax --nbval-current-env -p no:cacheprovider
 
 check-html: setup ## build the book from the committed notebooks, check it in headless Chromium
-	$(PY) tools/build/build_book.py
+	$(PY) tools/authoring/build_book.py
 	npm install --silent --no-audit --no-fund --prefix _build/vendor requirejs@2.3.6 d3@5.7.0 jquery@2.2.4
-	$(PY) tools/build/check_html.py
+	$(PY) tools/authoring/check_html.py
 
 export: setup     ## write bertlib/ from the chapters' export cells
-	$(PY) tools/build/export.py
+	$(PY) tools/authoring/export.py
 
 sync: export      ## slug-derived cells and README table, then pair each .py with its .ipynb
-	$(PY) tools/build/environment.py
-	$(PY) tools/build/sync.py
+	$(PY) tools/authoring/environment.py
+	$(PY) tools/authoring/sync.py
 
 notebooks: sync   ## re-execute every chapter at cpu size into its committed .ipynb
 	BERT_BOOK_SIZE=cpu $(VENV)/bin/jupytext --sync --execute --set-kernel python3 $(CHAPTERS)
 
-diagrams: setup   ## redraw the chapters' diagrams (chapters/figures/*.svg) from tools/build/diagrams.py
-	$(PY) tools/build/diagrams.py
+diagrams: setup   ## redraw the chapters' diagrams (chapters/figures/*.svg) from tools/authoring/diagrams.py
+	$(PY) tools/authoring/diagrams.py
 
 student: setup    ## student copies in _build/student (nbgrader generate_assignment)
 	$(PY) tools/grading/student.py _build/student

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bertlib.errors import DataUnavailable
+from bertlib.files import write_atomically
 
-__all__ = ["package_file", "cache_dir", "write_atomically", "cached_rows"]
+__all__ = ["package_file", "cache_dir", "cached_rows"]
 
 
 def package_file(package: str, relative_path: str, install: str) -> Path:
@@ -51,14 +52,6 @@ def cache_dir() -> Path:
     return folder
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary name, then rename: a reader interrupted mid-write, or two
-    notebooks writing at once, never leave half a file under the real name."""
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(path)
-
-
 def _read_rows(path: Path, fields: set[str]) -> tuple[list[dict] | None, str]:
     """(the rows, "") when the file holds rows with exactly `fields`, else (None, what is
     wrong with it)."""
@@ -82,5 +75,7 @@ def cached_rows(path: Path, build: Callable[[], list[dict]], fields: set[str]) -
             return rows
         warnings.warn(f"the cache file {path} {problem}; rebuilding it", stacklevel=2)
     rows = build()
-    write_atomically(path, json.dumps(rows, ensure_ascii=False))
+    text = json.dumps(rows, ensure_ascii=False)
+    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"),
+                     OSError)
     return rows

@@ -8,7 +8,6 @@ the exact ids of the original BERT vocabulary.
 """
 
 import json
-import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import torch
 
 from bertlib.batch import pad_batch
 from bertlib.errors import TokenizerError
+from bertlib.files import writing_together
 
 __all__ = ["SPECIAL_TOKENS", "Encoding", "BertTokenizer", "train_wordpiece"]
 
@@ -213,24 +213,16 @@ class BertTokenizer:
     def save_pretrained(self, folder: str | Path) -> Path:
         """Write vocab.txt, tokenizer.json and tokenizer_config.json (lower-casing, maximum
         length), so that from_pretrained and transformers' AutoTokenizer both read it."""
-        folder = Path(folder)
-        if folder.exists() and not folder.is_dir():
-            raise TokenizerError(f"{folder} is a file; save_pretrained writes a folder there")
-        folder.mkdir(parents=True, exist_ok=True)
         ordered = sorted(self.vocab, key=self.vocab.__getitem__)
         settings = {"tokenizer_class": "BertTokenizer", "do_lower_case": self.lowercase,
                     "model_max_length": self.max_length, "unk_token": "[UNK]",
                     "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
                     "mask_token": "[MASK]"}
-        staging = folder / f".tokenizer-{os.getpid()}.tmp"  # each file whole, or not at all
-        staging.mkdir(exist_ok=True)
-        (staging / "vocab.txt").write_text("\n".join(ordered) + "\n", encoding="utf-8")
-        self._full.save(str(staging / "tokenizer.json"))
-        (staging / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n")
-        for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json"):
-            os.replace(staging / name, folder / name)
-        staging.rmdir()
-        return folder
+        with writing_together(folder, TokenizerError) as staging:  # all three, or none
+            (staging / "vocab.txt").write_text("\n".join(ordered) + "\n", encoding="utf-8")
+            self._full.save(str(staging / "tokenizer.json"))
+            (staging / "tokenizer_config.json").write_text(json.dumps(settings, indent=2) + "\n")
+        return Path(folder)
 
     def with_max_length(self, max_length: int) -> "BertTokenizer":
         """This tokenizer, truncating at another length (itself if the length is the same)."""

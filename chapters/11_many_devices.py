@@ -167,6 +167,9 @@ class DataParallelTrainer(Trainer):
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 #| export bertlib/training/distributed.py
 # Checkpoints under DDP: what every rank shares, and what is each rank's own.
+from bertlib.files import write_atomically
+
+
 def save_checkpoint(self) -> Path | None:
     """Rank 0 writes what all share (every copy holds the same weights and optimiser
     state); every rank writes what is its own: its random number generators. A resumed
@@ -177,10 +180,8 @@ def save_checkpoint(self) -> Path | None:
     own = {"torch_rng": torch.get_rng_state(),
            "cuda_rng": (torch.cuda.get_rng_state(self.device)
                         if self.device.type == "cuda" else None)}
-    self._own_state_path().parent.mkdir(parents=True, exist_ok=True)
-    temporary = self._own_state_path().with_suffix(".tmp")
-    torch.save(own, temporary)
-    temporary.replace(self._own_state_path())
+    write_atomically(self._own_state_path(), lambda path: torch.save(own, path),
+                     CheckpointError)
     dist.barrier()
     return path
 

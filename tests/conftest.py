@@ -1,5 +1,5 @@
-"""Shared fixtures: the repository root, chapters parsed once per session, and a look at the
-machine's processes (for the grading tests: nothing a student starts may outlive grading)."""
+"""Shared fixtures: the repository root, and a look at the machine's processes (for the
+grading tests: nothing a student starts may outlive grading)."""
 
 import os
 import time

@@ -7,10 +7,6 @@ written by hand (chapter 04 tells what a checkpoint folder holds).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,14 +14,10 @@ import torch
 from torch import nn
 
 from bertlib.errors import CheckpointError
+from bertlib.files import reading_folder, writing_together
 
 if TYPE_CHECKING:  # the config is handed in, so the checkpoints sit beside it, not above
     from bertlib.core.config import BertConfig
-
-try:
-    import fcntl  # POSIX: Linux, macOS, Colab
-except ImportError:  # Windows: saves are still atomic file by file, but not locked
-    fcntl = None
 
 __all__ = ["checkpoint_folder", "read_state_dict", "load_checkpoint", "read_folder",
            "write_folder"]
@@ -141,7 +133,7 @@ def read_folder(folder: str | Path,
                 config_class: type[BertConfig]) -> tuple[dict[str, torch.Tensor], BertConfig]:
     """A checkpoint folder's tensors and its config (read by `config_class.from_json`),
     read while no save into the folder is in progress."""
-    with _folder_lock(Path(folder), exclusive=False):
+    with reading_folder(folder):
         state = read_state_dict(folder)  # first: it says what is wrong with the folder
         config = config_class.from_json(folder)
     return state, config
@@ -149,71 +141,12 @@ def read_folder(folder: str | Path,
 
 def write_folder(folder: str | Path, config: BertConfig, tensors: dict[str, torch.Tensor],
                  architecture: str) -> Path:
-    """Write config.json and model.safetensors into `folder`.
-
-    Both files are written in a staging folder and moved into place while the folder is
-    locked: a crash leaves the last save whole, and two processes saving into one folder
-    take turns instead of leaving one's config beside the other's weights.
-    """
+    """Write config.json and model.safetensors into `folder`, together: a crash leaves the
+    last save whole, and two processes saving into one folder take turns instead of leaving
+    one's config beside the other's weights."""
     from safetensors.torch import save_file
 
-    folder = _writable_folder(Path(folder))
-    staging = folder / f".saving-{os.getpid()}-{secrets.token_hex(4)}"
-    with _folder_lock(folder, exclusive=True):
-        staging.mkdir()
-        try:
-            config.to_json(staging / "config.json", architecture=architecture)
-            save_file(tensors, staging / "model.safetensors", metadata={"format": "pt"})
-            for name in ("model.safetensors", "config.json"):
-                os.replace(staging / name, folder / name)
-        except OSError as error:
-            raise CheckpointError(f"could not save into {folder} ({error.strerror}); is the "
-                                  "disk full?") from None
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return folder
-
-
-@contextlib.contextmanager
-def _folder_lock(folder: Path, exclusive: bool):
-    """Hold the folder's .lock: one writer at a time, and readers wait for a writer. A
-    folder without one (a download, a read-only place) is read without a lock."""
-    lock = folder / ".lock"
-    if fcntl is None or not (exclusive or lock.is_file()):
-        yield
-        return
-    with open(lock, "a" if exclusive else "r") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _writable_folder(folder: Path) -> Path:
-    """The folder, created if need be, cleared of staging folders that dead saves left;
-    a file in the way or a place that cannot be written is a CheckpointError."""
-    if folder.exists() and not folder.is_dir():
-        raise CheckpointError(f"{folder} is a file; save_pretrained writes a folder there: "
-                              "give the path of a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise CheckpointError(f"cannot make the folder {folder} ({error.strerror}); choose "
-                              "a place you can write to") from None
-    if not os.access(folder, os.W_OK):
-        raise CheckpointError(f"cannot write in {folder}; choose a folder you can write to")
-    for left in folder.glob(".saving-*"):
-        if not _process_alive(int(left.name.split("-")[1])):
-            shutil.rmtree(left, ignore_errors=True)
-    return folder
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
+    with writing_together(folder, CheckpointError) as staging:
+        config.to_json(staging / "config.json", architecture=architecture)
+        save_file(tensors, staging / "model.safetensors", metadata={"format": "pt"})
+    return Path(folder)

@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from bertlib.errors import ConfigError
+from bertlib.files import write_atomically
 
 __all__ = ["BertConfig", "PRESETS"]
 
@@ -125,8 +126,9 @@ class BertConfig:
         del payload["num_labels"]
         payload["id2label"] = {str(i): name for i, name in self.id2label.items()}
         payload["label2id"] = {name: i for i, name in self.id2label.items()}
-        path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        return path
+        text = json.dumps(payload, indent=2) + "\n"
+        return write_atomically(
+            path, lambda temporary: temporary.write_text(text, encoding="utf-8"), ConfigError)
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "BertConfig":

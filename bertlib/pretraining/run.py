@@ -23,6 +23,7 @@ from torch import nn
 from bertlib.batch import IGNORE_INDEX
 from bertlib.core.config import BertConfig
 from bertlib.errors import CheckpointError, ConfigError, InputError
+from bertlib.files import write_atomically
 from bertlib.pretraining.masking import MaskingRecipe, PretrainingCollator
 from bertlib.pretraining.models import (
     BertForMaskedLM,
@@ -169,7 +170,7 @@ def _check_run(folder: Path, record: dict, resume: bool) -> None:
     run.json; a resumed one must match it, or it is refused with what differs."""
     path = folder / "run.json"
     if not resume:
-        path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        _write_json(path, record)
         return
     if not path.is_file():
         raise CheckpointError(f"{folder} has no run.json, so its settings cannot be "
@@ -197,9 +198,14 @@ def _save(model: nn.Module, tokenizer, run: "PretrainingRun", folder: Path) -> P
     # asked to truncate a long text cuts it to a length the model can read.
     positions = model.config.max_position_embeddings
     tokenizer.with_max_length(min(tokenizer.max_length, positions)).save_pretrained(folder)
-    (folder / "run.json").write_text(json.dumps(run.description(), indent=2) + "\n",
-                                     encoding="utf-8")
+    _write_json(folder / "run.json", run.description())
     return folder
+
+
+def _write_json(path: Path, data: dict) -> None:
+    text = json.dumps(data, indent=2) + "\n"
+    write_atomically(path, lambda temporary: temporary.write_text(text, encoding="utf-8"),
+                     CheckpointError)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from bertlib.errors import CheckpointError, ConfigError
+from bertlib.files import write_atomically
 from bertlib.runtime import best_device
 from bertlib.training.trainer import Trainer, TrainingConfig
 
@@ -90,10 +91,8 @@ class DataParallelTrainer(Trainer):
         own = {"torch_rng": torch.get_rng_state(),
                "cuda_rng": (torch.cuda.get_rng_state(self.device)
                             if self.device.type == "cuda" else None)}
-        self._own_state_path().parent.mkdir(parents=True, exist_ok=True)
-        temporary = self._own_state_path().with_suffix(".tmp")
-        torch.save(own, temporary)
-        temporary.replace(self._own_state_path())
+        write_atomically(self._own_state_path(), lambda path: torch.save(own, path),
+                         CheckpointError)
         dist.barrier()
         return path
 

@@ -10,7 +10,6 @@ How this file is made: written by hand (chapter 06 tells each part in prose).
 import contextlib
 import math
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -22,6 +21,7 @@ import torch
 from torch import nn
 
 from bertlib.errors import CheckpointError, ConfigError, InputError, TrainingDiverged
+from bertlib.files import write_atomically
 from bertlib.runtime import autocast, resolve_precision
 from bertlib.training.optimizer import parameter_groups, warmup_then_linear_decay
 
@@ -227,17 +227,8 @@ class Trainer:
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
             "precision": self.precision,
         }
-        temporary = self.checkpoint_path.with_suffix(f".{os.getpid()}.tmp")
-        try:
-            torch.save(payload, temporary)
-        except (OSError, RuntimeError) as error:  # torch reports a full disk as RuntimeError
-            temporary.unlink(missing_ok=True)
-            free = shutil.disk_usage(self.output_dir).free / 2**20
-            raise CheckpointError(
-                f"could not write {self.checkpoint_path} ({str(error).splitlines()[0][:80]}); "
-                f"{free:,.0f} MiB are free there: if no space is left, free some. The previous "
-                "checkpoint is intact.") from None
-        temporary.replace(self.checkpoint_path)
+        write_atomically(self.checkpoint_path, lambda path: torch.save(payload, path),
+                         CheckpointError)
         return self.checkpoint_path
 
     def load_checkpoint(self) -> None:

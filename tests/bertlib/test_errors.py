@@ -413,7 +413,7 @@ def test_a_missing_data_package_names_its_install_command():
 def test_a_save_onto_a_file_or_an_unwritable_place_says_so(tmp_path):
     model = BertModel(BertConfig(**TINY))
     (tmp_path / "taken").write_text("not a folder")
-    with pytest.raises(CheckpointError, match="is a file; save_pretrained writes a folder"):
+    with pytest.raises(CheckpointError, match="is a file; a save writes a folder there"):
         model.save_pretrained(tmp_path / "taken")
     with pytest.raises(CheckpointError, match="cannot make the folder"):
         model.save_pretrained(tmp_path / "taken" / "inside")

@@ -8,7 +8,7 @@ import pkgutil
 import pytest
 
 import bertlib
-from tools.build import export
+from tools.authoring import export
 
 MAX_PUBLIC_NAMES = 100
 

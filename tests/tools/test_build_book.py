@@ -3,7 +3,7 @@ anything is deleted; re-execution announces each chapter's expected time."""
 
 import nbformat
 
-from tools.build import build_book
+from tools.authoring import build_book
 from tools.chapters import ROOT, chapter_sources
 
 

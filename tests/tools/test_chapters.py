@@ -5,7 +5,7 @@ import re
 import nbformat
 import pytest
 
-from tools.build import sync
+from tools.authoring import sync
 from tools.chapters import ROOT, cell_texts, chapter_sources, read_chapter
 from tools.grading import exercises
 

@@ -1,6 +1,6 @@
 """The browser check's own logic, on small pages (the real pages run in `make check-html`)."""
 
-from tools.build import check_html
+from tools.authoring import check_html
 
 EXPECTED = {"title": "Attention", "figures": 2, "tables": 1, "bertviz": True, "solutions": 1,
             "diagrams": ["attention.svg"], "collapsed": 1}

@@ -1,8 +1,8 @@
-"""The chapters' diagrams: each drawn by tools/build/diagrams.py, each shown by a chapter."""
+"""The chapters' diagrams: each drawn by tools/authoring/diagrams.py, each shown by a chapter."""
 
 from __future__ import annotations
 
-from tools.build import diagrams
+from tools.authoring import diagrams
 from tools.chapters import ROOT, chapter_sources, diagram_names
 
 

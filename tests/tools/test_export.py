@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tools.build import export
+from tools.authoring import export
 from tools.chapters import chapter_sources
 
 PACKAGES = ("bertlib", "bertbook")

@@ -2,7 +2,7 @@
 
 import nbformat
 
-from tools.build.outputs import quiet_outputs, resolved
+from tools.authoring.outputs import quiet_outputs, resolved
 from tools.chapters import ROOT, chapter_sources
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from tools.build.reading_path import (
+from tools.authoring.reading_path import (
     COLLAPSED_TAG,
     ReadingPath,
     chapter_reading_path,

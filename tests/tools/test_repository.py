@@ -59,7 +59,8 @@ def _torch_source(nvidia_smi: str, tmp_path, **extra_env: str) -> str:
     (fake / "nvidia-smi").chmod(0o755)
     env = {name: value for name, value in os.environ.items() if name != "TORCH_INDEX"}
     env.update(PATH=f"{fake}{os.pathsep}{env['PATH']}", **extra_env)
-    done = subprocess.run(["bash", str(ROOT / "tools" / "build" / "setup.sh"), "--torch-source"],
+    setup = ROOT / "tools" / "authoring" / "setup.sh"
+    done = subprocess.run(["bash", str(setup), "--torch-source"],
                           env=env, capture_output=True, text=True, check=True)
     return done.stdout.strip()
 
@@ -76,7 +77,7 @@ def test_setup_installs_a_cuda_torch_where_an_nvidia_gpu_answers(tmp_path):
 def test_colab_installs_only_what_its_runtime_lacks():
     """Colab has torch (a CUDA build), Jupyter and most of the stack; upgrading them into its
     runtime breaks it. Each chapter's first cell installs bertlib and bertbook[colab]."""
-    from tools.build.sync import colab_cell
+    from tools.authoring.sync import colab_cell
 
     extras = _project(ROOT / "bertbook")["optional-dependencies"]
     colab = set(_requirement_names(extras["colab"]))

@@ -6,8 +6,8 @@ them from markdown cells by relative path (`![...](figures/NAME.svg)`), which Ju
 HTML book and GitHub resolve beside the notebook. Text is drawn as paths, so a diagram looks
 the same wherever it is shown, whatever fonts the reader has.
 
-    python tools/build/diagrams.py            # redraw every diagram (a few seconds)
-    python tools/build/diagrams.py --png DIR  # also write PNG copies to DIR, to look at them
+    python tools/authoring/diagrams.py            # redraw every diagram (a few seconds)
+    python tools/authoring/diagrams.py --png DIR  # also write PNG copies to DIR, to look at them
 """
 
 from __future__ import annotations

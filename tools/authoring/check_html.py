@@ -8,7 +8,7 @@ require.js, d3 and jquery from a CDN; offline, this check serves local copies in
 from the npm registry instead (`--vendor`), on a copy of the book, so the published pages
 keep their CDN links. A screenshot of the attention chapter is saved under _build/.
 
-    python tools/build/check_html.py [--html _build/html] [--vendor _build/vendor/node_modules]
+    python tools/authoring/check_html.py [--html _build/html] [--vendor _build/vendor/node_modules]
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import nbformat
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.build.reading_path import is_collapsed
-from tools.build.sync import chapter_title
+from tools.authoring.reading_path import is_collapsed
+from tools.authoring.sync import chapter_title
 from tools.chapters import ROOT, chapter_sources, diagram_names
 
 CDN = "https://cdnjs.cloudflare.com/ajax/libs/"

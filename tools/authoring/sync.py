@@ -6,10 +6,10 @@ writes each chapter's Colab set-up cell (collapsed) and the README's chapter tab
 It gives the exercise cells nbgrader's metadata (derived from their layout,
 tools/grading/exercises.py), then pairs every chapter's .py with its .ipynb (jupytext
 --sync, which keeps the notebook's outputs) and keeps the saved outputs quiet
-(tools/build/outputs.py: one line per progress bar, as the reader saw it).
+(tools/authoring/outputs.py: one line per progress bar, as the reader saw it).
 
-    python tools/build/sync.py            # rewrite what is out of date
-    python tools/build/sync.py --check    # list it and exit 1, write nothing
+    python tools/authoring/sync.py            # rewrite what is out of date
+    python tools/authoring/sync.py --check    # list it and exit 1, write nothing
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import jupytext
 import nbformat
 
 from bertbook.library_map import library_table
-from tools.build.outputs import quiet_outputs
-from tools.build.reading_path import COLLAPSED_TAG
+from tools.authoring.outputs import quiet_outputs
+from tools.authoring.reading_path import COLLAPSED_TAG
 from tools.chapters import ROOT, book_settings, chapter_sources
 from tools.grading.exercises import hidden_tests_misplaced, nbgrader_metadata
 

@@ -23,8 +23,8 @@ class up cell by cell) has the function folded into the class body, so that the 
 reader, ``help()`` and IDEs see one class. Modules that no chapter exports are written by
 hand; the exporter refuses to overwrite them.
 
-    python tools/build/export.py            # write the modules from the chapters
-    python tools/build/export.py --check    # exit 1 and list differences, write nothing
+    python tools/authoring/export.py            # write the modules from the chapters
+    python tools/authoring/export.py --check    # exit 1 and list differences, write nothing
 """
 
 from __future__ import annotations

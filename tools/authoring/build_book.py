@@ -8,8 +8,8 @@ written under _build/book-src/chapters/; the committed notebooks are never touch
 unknown size is refused before anything runs or is deleted. Jupyter Book 1 (Sphinx)
 renders offline; version 2 would download its theme, which fails offline.
 
-    python tools/build/build_book.py              # the committed notebooks
-    python tools/build/build_book.py --execute    # run every chapter first (an hour at cpu size)
+    python tools/authoring/build_book.py             # the committed notebooks
+    python tools/authoring/build_book.py --execute   # every chapter run first (an hour at cpu)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Write environment.yml from the two pyproject.toml files (bertlib's and bertbook's), so they
 can never disagree.
 
-    python tools/build/environment.py          # rewrite environment.yml
+    python tools/authoring/environment.py          # rewrite environment.yml
 """
 
 import sys
@@ -16,7 +16,7 @@ from tools.chapters import ROOT, tomllib
 
 HEADER = """\
 # conda env create -f environment.yml && conda activate bert-end-to-end
-# Generated from the pyproject.toml files by `python tools/build/environment.py`; tested.
+# Generated from the pyproject.toml files by `python tools/authoring/environment.py`; tested.
 # The extra index lets pip find a CPU build of torch; on a CUDA machine remove that line.
 """
 

@@ -6,8 +6,8 @@
 # that must be installed without their dependencies. Re-running is quick: a stamp records
 # what was installed, and nothing is redone until pyproject.toml or the data list change.
 #
-#   bash tools/build/setup.sh                  # set up
-#   bash tools/build/setup.sh --torch-source   # only say where torch would come from
+#   bash tools/authoring/setup.sh                  # set up
+#   bash tools/authoring/setup.sh --torch-source   # only say where torch would come from
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -40,7 +40,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 pip=("$VENV/bin/python" -m pip)
 stamp="$VENV/.bertbook-installed"
-wanted="$(cat pyproject.toml bertbook/pyproject.toml data/requirements-nodeps.txt tools/build/setup.sh | sha256sum | cut -c1-16)"
+wanted="$(cat pyproject.toml bertbook/pyproject.toml data/requirements-nodeps.txt tools/authoring/setup.sh | sha256sum | cut -c1-16)"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     exit 0
 fi

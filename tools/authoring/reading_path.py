@@ -11,8 +11,8 @@ Every chapter is inside these budgets, and a test keeps it so. `make sync` also 
 `hide-input` cell `jupyter.source_hidden`, the flag Jupyter and Colab honour (the tag is
 what the HTML book honours).
 
-    python tools/build/reading_path.py            # the table
-    python tools/build/reading_path.py --check    # exit 1 when a chapter is over budget
+    python tools/authoring/reading_path.py            # the table
+    python tools/authoring/reading_path.py --check    # exit 1 when a chapter is over budget
 """
 
 from __future__ import annotations
