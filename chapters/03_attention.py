@@ -122,8 +122,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertlib.errors import ConfigError
-
 
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                        mask: torch.Tensor | None = None, dropout_p: float = 0.0
@@ -284,23 +282,24 @@ print("the real tokens' outputs are unchanged by 3 positions of padding")
 # ![The hidden vector split into heads and merged again](figures/multi_head.svg)
 #
 # The module below keeps BERT's parameter names (`query`, `key`, `value`), so real
-# checkpoints load into it. It uses the fused kernel unless the weights are asked for.
+# checkpoints load into it. It uses the fused kernel unless the weights are asked for. Its
+# sizes come from a `BertConfig`, which holds every number of a model (chapter 04).
 
 # %%
 #| export bertlib/core/attention.py
 class BertSelfAttention(nn.Module):
-    """Multi-head self-attention: project to queries, keys and values, attend per head."""
+    """Multi-head self-attention: project to queries, keys and values, attend per head.
+    Its sizes and dropout come from a BertConfig (hidden_size, num_attention_heads,
+    attention_probs_dropout_prob), which has already checked that the heads divide it."""
 
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0):
+    def __init__(self, config):
         super().__init__()
-        if hidden_size % num_heads:
-            raise ConfigError(f"hidden_size {hidden_size} is not divisible by "
-                             f"num_heads {num_heads}: every head needs the same width")
-        self.num_heads, self.head_size = num_heads, hidden_size // num_heads
+        hidden_size, self.num_heads = config.hidden_size, config.num_attention_heads
+        self.head_size = hidden_size // self.num_heads
         self.query = nn.Linear(hidden_size, hidden_size)
         self.key = nn.Linear(hidden_size, hidden_size)
         self.value = nn.Linear(hidden_size, hidden_size)
-        self.dropout = dropout
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         batch, seq, _ = x.shape  # -> (batch, heads, seq, head_size)
@@ -310,7 +309,7 @@ class BertSelfAttention(nn.Module):
                 output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """hidden (batch, seq, hidden); mask from key_padding_mask. Returns (context, weights)."""
         q, k, v = (self._split_heads(layer(hidden)) for layer in (self.query, self.key, self.value))
-        dropout_p = self.dropout if self.training else 0.0
+        dropout_p = self.dropout.p if self.training else 0.0  # the fused kernel drops itself
         if output_attentions:
             context, weights = scaled_dot_product(q, k, v, mask, dropout_p)
         else:
@@ -325,9 +324,10 @@ class BertSelfAttention(nn.Module):
 
 # %%
 from bertlib.core.attention import BertSelfAttention
+from bertlib.core.config import BertConfig
 
 seed_everything(0)
-attention = BertSelfAttention(hidden_size=S["dim"], num_heads=4).eval()
+attention = BertSelfAttention(BertConfig(hidden_size=S["dim"], num_attention_heads=4)).eval()
 hidden = torch.randn(2, S["seq"], S["dim"])
 fused_out, none = attention(hidden, mask)
 explicit_out, head_weights = attention(hidden, mask, output_attentions=True)
@@ -364,7 +364,7 @@ embedded = (w["word_embeddings.weight"][batch["input_ids"]] + w["position_embedd
     positions] + w["token_type_embeddings.weight"][batch["token_type_ids"]])
 embedded = F.layer_norm(embedded, (384,), w["LayerNorm.weight"], w["LayerNorm.bias"], eps=1e-12)
 
-real_attention = BertSelfAttention(hidden_size=384, num_heads=12).eval()
+real_attention = BertSelfAttention(BertConfig(hidden_size=384, num_attention_heads=12)).eval()
 prefix = "encoder.layer.0.attention.self."
 real_attention.load_state_dict({name.removeprefix(prefix): t for name, t in weights_file.items()
                                 if name.startswith(prefix)})

@@ -215,12 +215,10 @@ DataParallelTrainer._own_state_path = _own_state_path
 # %%
 #| export bertlib/training/distributed.py
 def switch_off_dropout(model: nn.Module) -> nn.Module:
-    """Every dropout probability to 0 (nn.Dropout modules and attention's own rate)."""
+    """Every dropout probability to 0: every dropout in the model is an nn.Dropout."""
     for module in model.modules():
         if isinstance(module, nn.Dropout):
             module.p = 0.0
-        elif isinstance(getattr(module, "dropout", None), float):
-            module.dropout = 0.0
     return model
 
 

@@ -14,8 +14,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bertlib.errors import ConfigError
-
 __all__ = ["scaled_dot_product", "BertSelfAttention"]
 
 
@@ -42,18 +40,18 @@ def key_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
 
 # From chapters/03_attention.py, cell 23.
 class BertSelfAttention(nn.Module):
-    """Multi-head self-attention: project to queries, keys and values, attend per head."""
+    """Multi-head self-attention: project to queries, keys and values, attend per head.
+    Its sizes and dropout come from a BertConfig (hidden_size, num_attention_heads,
+    attention_probs_dropout_prob), which has already checked that the heads divide it."""
 
-    def __init__(self, hidden_size: int, num_heads: int, dropout: float = 0.0):
+    def __init__(self, config):
         super().__init__()
-        if hidden_size % num_heads:
-            raise ConfigError(f"hidden_size {hidden_size} is not divisible by "
-                             f"num_heads {num_heads}: every head needs the same width")
-        self.num_heads, self.head_size = num_heads, hidden_size // num_heads
+        hidden_size, self.num_heads = config.hidden_size, config.num_attention_heads
+        self.head_size = hidden_size // self.num_heads
         self.query = nn.Linear(hidden_size, hidden_size)
         self.key = nn.Linear(hidden_size, hidden_size)
         self.value = nn.Linear(hidden_size, hidden_size)
-        self.dropout = dropout
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         batch, seq, _ = x.shape  # -> (batch, heads, seq, head_size)
@@ -63,7 +61,7 @@ class BertSelfAttention(nn.Module):
                 output_attentions: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """hidden (batch, seq, hidden); mask from key_padding_mask. Returns (context, weights)."""
         q, k, v = (self._split_heads(layer(hidden)) for layer in (self.query, self.key, self.value))
-        dropout_p = self.dropout if self.training else 0.0
+        dropout_p = self.dropout.p if self.training else 0.0  # the fused kernel drops itself
         if output_attentions:
             context, weights = scaled_dot_product(q, k, v, mask, dropout_p)
         else:

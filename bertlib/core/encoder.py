@@ -92,8 +92,7 @@ class BertAttention(nn.Module):
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.self = BertSelfAttention(config.hidden_size, config.num_attention_heads,
-                                      config.attention_probs_dropout_prob)
+        self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
     def forward(self, hidden, mask, output_attentions: bool = False):

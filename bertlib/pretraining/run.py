@@ -247,30 +247,30 @@ def _as_documents(texts) -> list[list[str]]:
     return [[text] if isinstance(text, str) else list(text) for text in texts]
 
 
-def pretrain(documents, run: PretrainingRun, out: str | Path, held_out,
+def pretrain(documents, run: PretrainingRun, output_dir: str | Path, held_out,
              tokenizer: BertTokenizer | None = None, resume: bool = False,
              keep_at: tuple[int, ...] = (), device: torch.device | None = None
              ) -> PretrainingResult:
     """Pretrain a fresh model on documents (each a string, or a list of paragraphs) and
-    score it on held_out every run.training.eval_every steps; save it in out/model.
+    score it on held_out every run.training.eval_every steps; save it in output_dir/model.
 
     A vocabulary is learned from the documents unless a tokenizer is given. resume
-    continues the run whose checkpoint is in out, after checking that it was asked for
+    continues the run whose checkpoint is in output_dir, after checking that it was asked for
     the same run on the same text."""
-    out, device, training = Path(out), device or best_device(), run.training
+    output_dir, device, training = Path(output_dir), device or best_device(), run.training
     model_class = run.model_class()
     if any(not 0 < step <= training.steps or not training.eval_every
            or step % training.eval_every for step in keep_at):
         raise ConfigError(f"keep_at {keep_at} must name evaluated steps (multiples of "
                           f"eval_every={training.eval_every}, at most steps={training.steps})")
     documents, held_out = _as_documents(documents), _as_documents(held_out)
-    if resume and not (out / "checkpoint.pt").is_file():
-        raise CheckpointError(f"{out} holds no checkpoint.pt to resume from; start the run "
+    if resume and not (output_dir / "checkpoint.pt").is_file():
+        raise CheckpointError(f"{output_dir} holds no checkpoint.pt to resume from; start the run "
                               "without resuming")
-    prepare_output_dir(out)
+    prepare_output_dir(output_dir)
     seed_everything(training.seed)
-    tokenizer = _run_vocabulary(out, documents, run.vocab_size, resume, tokenizer)
-    _check_run(out, {"run": run.description(), "text": _text_digest(documents),
+    tokenizer = _run_vocabulary(output_dir, documents, run.vocab_size, resume, tokenizer)
+    _check_run(output_dir, {"run": run.description(), "text": _text_digest(documents),
                      "vocabulary": _vocabulary_digest(tokenizer)}, resume)
     examples = _examples(run, tokenizer, documents, training.seed)
     next_sentence = run.objective == "mlm+nsp"
@@ -293,19 +293,19 @@ def pretrain(documents, run: PretrainingRun, out: str | Path, held_out,
         scores = evaluate_pretraining(trained, held_out_batches, device, precision)
         trained.train()
         if step in keep_at:
-            kept[step] = _save(trained, tokenizer, run, out / f"step-{step}")
+            kept[step] = _save(trained, tokenizer, run, output_dir / f"step-{step}")
         tokens = step * training.batch_size * run.max_seq_length
         return dict(tokens=tokens, seconds=round(time.perf_counter() - started, 1),
                     loss=math.log(scores["perplexity"]), **scores)
 
     collator = PretrainingCollator(tokenizer, run.masking, training.seed, next_sentence)
-    trainer = Trainer(model, examples, collator, training, device, out, evaluate=evaluate)
+    trainer = Trainer(model, examples, collator, training, device, output_dir, evaluate=evaluate)
     state = trainer.train(resume=resume)
     if training.checkpoint_every:
         trainer.save_checkpoint()
     baselines = unigram_baselines([_pieces(e) for e in examples], held_out_batches, tokenizer)
     return PretrainingResult(
-        _save(model, tokenizer, run, out / "model"), run, model, tokenizer, state,
+        _save(model, tokenizer, run, output_dir / "model"), run, model, tokenizer, state,
         evaluate_pretraining(model, held_out_batches, device, precision),
         baselines, held_out_batches, len(examples) * run.max_seq_length, kept)
 

@@ -118,10 +118,8 @@ class DataParallelTrainer(Trainer):
 
 # From chapters/11_many_devices.py, cell 10.
 def switch_off_dropout(model: nn.Module) -> nn.Module:
-    """Every dropout probability to 0 (nn.Dropout modules and attention's own rate)."""
+    """Every dropout probability to 0: every dropout in the model is an nn.Dropout."""
     for module in model.modules():
         if isinstance(module, nn.Dropout):
             module.p = 0.0
-        elif isinstance(getattr(module, "dropout", None), float):
-            module.dropout = 0.0
     return model

@@ -21,8 +21,8 @@ def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
             {"params": undecayed, "weight_decay": 0.0}]
 
 
-def warmup_then_linear_decay(step: int, warmup: int, total: int) -> float:
-    """The learning-rate multiplier: 0 -> 1 over `warmup` steps, then 1 -> 0 at `total`."""
-    if step < warmup:
-        return step / max(1, warmup)
-    return max(0.0, (total - step) / max(1, total - warmup))
+def warmup_then_linear_decay(step: int, warmup_steps: int, steps: int) -> float:
+    """The learning-rate multiplier: 0 -> 1 over `warmup_steps`, then 1 -> 0 at `steps`."""
+    if step < warmup_steps:
+        return step / max(1, warmup_steps)
+    return max(0.0, (steps - step) / max(1, steps - warmup_steps))

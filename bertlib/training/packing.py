@@ -41,15 +41,15 @@ def positions_within_documents(document_ids: torch.Tensor) -> torch.Tensor:
 
 
 # From chapters/10_one_device.py, cell 22.
-def pack_documents(documents: list[tuple[list[int], list[int]]], seq_len: int,
+def pack_documents(documents: list[tuple[list[int], list[int]]], max_seq_length: int,
                    pad_id: int = 0) -> dict[str, torch.Tensor]:
     """Masked-LM rows holding several (input ids, labels) documents each, ready for
     BertForMaskedLM: attention stays inside each document, positions restart in each,
     padding (document id 0) sees only padding."""
-    groups = first_fit_decreasing([len(ids) for ids, _ in documents], seq_len)
-    ids = torch.full((len(groups), seq_len), pad_id)
-    labels = torch.full((len(groups), seq_len), IGNORE_INDEX)
-    document_ids = torch.zeros(len(groups), seq_len, dtype=torch.long)
+    groups = first_fit_decreasing([len(ids) for ids, _ in documents], max_seq_length)
+    ids = torch.full((len(groups), max_seq_length), pad_id)
+    labels = torch.full((len(groups), max_seq_length), IGNORE_INDEX)
+    document_ids = torch.zeros(len(groups), max_seq_length, dtype=torch.long)
     for row, group in enumerate(groups):
         start = 0
         for number, index in enumerate(group, start=1):

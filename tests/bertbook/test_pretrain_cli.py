@@ -74,19 +74,6 @@ def test_resume_without_the_vocabulary_is_refused(tmp_path):
         _smoke_run(tmp_path, resume=True)
 
 
-def test_resume_on_other_text_or_another_rate_is_refused(tmp_path):
-    from bertlib.errors import ConfigError
-    from bertlib.pretraining.run import _check_run
-
-    (tmp_path / "checkpoint.pt").write_bytes(b"")
-    record = {"run": {"masking": {"probability": 0.15}}, "text": "aaaa"}
-    _check_run(tmp_path, record, resume=False)
-    with pytest.raises(ConfigError, match="text: 'aaaa' then, 'bbbb' now"):
-        _check_run(tmp_path, {**record, "text": "bbbb"}, resume=True)
-    with pytest.raises(ConfigError, match=r"run\.masking\.probability: 0\.15 then, 0\.4 now"):
-        _check_run(tmp_path, {**record, "run": {"masking": {"probability": 0.4}}}, resume=True)
-
-
 def test_chapter_06s_finished_model_is_reused_not_replaced(tmp_path, monkeypatch):
     """Chapter 08 asks for chapter 06's model: a finished run in the default runs/ (which a
     new run of the same name replaces) must be handed over as it is, not wiped and

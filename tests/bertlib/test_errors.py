@@ -39,7 +39,7 @@ Already clear, kept that way
   test_the_clear_messages_stay                             (long input, ids outside the vocab,
                                                             mask shapes, checkpoint shapes,
                                                             empty and over-long text, sizes)
-  test_a_nan_loss_stops_training                           (tests/bertlib/test_train.py has more)
+  test_a_nan_loss_stops_training                           (tests/bertlib/test_trainer.py has more)
   test_out_on_an_existing_run_is_refused                   (tests/bertbook/test_pretrain_cli.py)
   test_a_missing_data_package_names_its_install_command
 """
@@ -131,23 +131,15 @@ def test_a_broken_cache_file_is_named_and_rebuilt(tmp_path, content):
 
 
 def _started_run(folder):
-    """A run folder as the smoke size's CLI run leaves it after its first checkpoint."""
-    from bertbook.pretrain import SIZES, book_documents, run_for
-    from bertlib.pretraining.run import _check_run, _text_digest, _vocabulary_digest
-
-    train, _ = book_documents(SIZES["smoke"])
-    vocabulary = BertTokenizer.from_pretrained(minilm_dir())
-    vocabulary.save_pretrained(folder / "vocabulary")
-    record = {"run": run_for(SIZES["smoke"]).description(), "text": _text_digest(train),
-              "vocabulary": _vocabulary_digest(vocabulary)}
-    _check_run(folder, record, resume=False)
-    (folder / "checkpoint.pt").write_bytes(b"")  # the run got as far as a checkpoint
+    """A run folder as the smoke size's command leaves it: two steps on the news corpus."""
+    assert pretrain_main(["--size", "smoke", "--out", str(folder), "--steps", "2",
+                          "--corpus", "lee-news"]) == 0
 
 
 def test_resuming_with_other_settings_is_refused(tmp_path, capsys):
-    _started_run(tmp_path)
+    _started_run(tmp_path)  # on the news corpus; resumed on the smoke size's own corpus
     code = pretrain_main(["--size", "smoke", "--out", str(tmp_path), "--resume",
-                          "--corpus", "lee-news", "--mask-rate", "0.25"])
+                          "--steps", "2", "--mask-rate", "0.25"])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "run.masking.probability: 0.4 then, 0.25 now" in err and "text: '" in err
@@ -476,13 +468,12 @@ def test_a_truncated_checkpoint_is_named_not_unpickled_deep_in_torch(tmp_path):
 
 
 @pytest.mark.parametrize("content", ["", "{", "[1, 2"])
-def test_a_damaged_run_record_is_named(tmp_path, content):
-    from bertlib.pretraining.run import _check_run
-
-    (tmp_path / "checkpoint.pt").write_bytes(b"")
+def test_a_damaged_run_record_is_named(tmp_path, capsys, content):
+    _started_run(tmp_path)
     (tmp_path / "run.json").write_text(content)
-    with pytest.raises(CheckpointError, match=r"run\.json cannot be read"):
-        _check_run(tmp_path, {"run": {}, "text": "a"}, resume=True)
+    code = pretrain_main(["--size", "smoke", "--out", str(tmp_path), "--resume", "--steps", "2",
+                          "--corpus", "lee-news"])
+    assert code == 2 and "run.json cannot be read" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("labels", [[1, 0, 1, 0], ["pos", "neg", "pos", "neg"],

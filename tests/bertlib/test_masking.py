@@ -172,19 +172,16 @@ def test_pairs_need_two_documents():
         sentence_pairs([[[1, 2], [3]]])
 
 
-def test_a_random_segment_is_drawn_without_listing_every_document():
-    """The random B segment comes from any document but A's, as the old list-of-all-others
-    draw chose it (the same pairs, the same seeds), without that O(documents) list."""
-    from bertlib.pretraining.sentence_pairs import _random_segment
-
-    documents = [[[10 * d + s] for s in range(3)] for d in range(7)]
-    for seed in range(40):
-        avoid = seed % 7
-        listed, drawn = random.Random(seed), random.Random(seed)
-        other = listed.choice([d for d in range(len(documents)) if d != avoid])
-        start = listed.randrange(3)
-        expected = [t for sentence in documents[other][start:] for t in sentence][:1]
-        assert _random_segment(documents, avoid, 1, drawn) == expected
+def test_a_random_second_segment_never_comes_from_the_first_ones_document():
+    """Each token id names its document (id // 100), so a random B shows where it came
+    from: never A's own document, and from many others across the pairs."""
+    documents = [[[100 * d + s, 100 * d + s + 50] for s in range(4)] for d in range(30)]
+    pairs = [pair for seed in range(5) for pair in sentence_pairs(documents, 16, seed=seed)]
+    random_pairs = [pair for pair in pairs if pair.is_random_next]
+    sources = {(pair.tokens_a[0] // 100, pair.tokens_b[0] // 100) for pair in random_pairs}
+    assert random_pairs and all(a != b for a, b in sources)
+    assert len({b for _, b in sources}) > 10
+    assert all(len({t // 100 for t in pair.tokens_b}) == 1 for pair in random_pairs)
 
 
 def test_a_document_given_as_one_string_is_refused_not_read_letter_by_letter():

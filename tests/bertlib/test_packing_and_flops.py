@@ -47,7 +47,7 @@ def test_a_packed_document_comes_out_as_it_does_alone():
     model = BertModel(TINY).eval()
     documents = [([5, 6, 7, 8, 9], [-100] * 5), ([10, 11, 12], [-100] * 3),
                  ([13, 14, 15, 16], [-100] * 4)]
-    packed = pack_documents(documents, seq_len=12)
+    packed = pack_documents(documents, max_seq_length=12)
     assert packed["input_ids"].shape == (1, 12)  # 5 + 4 + 3 tokens fill one row
     with torch.no_grad():
         together = model(packed["input_ids"], packed["attention_mask"],
@@ -60,7 +60,7 @@ def test_a_packed_document_comes_out_as_it_does_alone():
 
 
 def test_packed_labels_follow_their_tokens_and_padding_sees_only_padding():
-    packed = pack_documents([([5, 6], [-100, 6]), ([7], [7])], seq_len=4, pad_id=0)
+    packed = pack_documents([([5, 6], [-100, 6]), ([7], [7])], max_seq_length=4, pad_id=0)
     assert packed["input_ids"].tolist() == [[5, 6, 7, 0]]
     assert packed["labels"].tolist() == [[-100, 6, 7, -100]]
     assert packed["attention_mask"][0, 3].tolist() == [False, False, False, True]

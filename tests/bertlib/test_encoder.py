@@ -142,8 +142,6 @@ def test_explicit_attention_equals_sdpa_with_padding():
 
 
 def test_heads_must_divide_the_hidden_size():
-    with pytest.raises(ValueError, match="not divisible"):
-        BertSelfAttention(hidden_size=10, num_heads=3)
     with pytest.raises(ConfigError, match="divisible"):
         BertConfig(hidden_size=10, num_attention_heads=3)
 
@@ -204,3 +202,16 @@ def test_unsupported_config_json_is_refused(tmp_path, field, value, message):
 def test_unknown_preset_lists_the_known():
     with pytest.raises(ConfigError, match="bert-tiny"):
         BertConfig.preset("bert-huge")
+
+
+def test_attention_takes_its_sizes_and_dropout_from_the_config():
+    config = BertConfig(hidden_size=32, num_attention_heads=4, attention_probs_dropout_prob=0.5)
+    attention = BertSelfAttention(config)
+    assert (attention.num_heads, attention.head_size, attention.dropout.p) == (4, 8, 0.5)
+    hidden = torch.randn(1, 6, 32)
+    torch.manual_seed(0)
+    dropped = attention.train()(hidden)[0]
+    kept = attention.eval()(hidden)[0]
+    assert not torch.allclose(dropped, kept)
+    attention.dropout.p = 0.0  # what switching dropout off for a comparison does
+    assert torch.allclose(attention.train()(hidden)[0], kept, atol=1e-6)

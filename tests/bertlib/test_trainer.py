@@ -197,16 +197,20 @@ def test_a_step_the_scaler_skips_does_not_advance_the_schedule(data, tmp_path):
     """fp16 skips the optimizer step when a gradient overflows; the learning-rate schedule
     must wait too, or it runs ahead of the updates. Simulated on the CPU: an enabled
     scaler and a gradient made infinite by a hook."""
-    trainer = _trainer(data, None, steps=4)
+    trainer = _trainer(data, tmp_path, steps=4)
     trainer.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8)
     weight = trainer.model.bert.embeddings.word_embeddings.weight
     handle = weight.register_hook(lambda grad: torch.full_like(grad, float("inf")))
-    batches = iter(SeededBatches(trainer.dataset, trainer.collator, 8, seed=0))
-    trainer._train_step(batches)
-    assert trainer.scheduler.last_epoch == 0 and trainer.scaler.get_scale() < 2.0**8
-    handle.remove()
-    trainer._train_step(batches)
-    assert trainer.scheduler.last_epoch == 1
+    seen = []
+
+    def after_each_step(record: dict) -> None:
+        seen.append((trainer.scheduler.last_epoch, trainer.scaler.get_scale()))
+        handle.remove()  # only the first step overflows
+
+    trainer.callbacks.append(after_each_step)
+    trainer.train()
+    assert seen[0][0] == 0 and seen[0][1] < 2.0**8  # skipped: the schedule waited
+    assert seen[1][0] == 1  # the next step was taken, and the schedule moved once
 
 
 def test_worker_processes_build_the_batches_one_process_would(data, tmp_path):
