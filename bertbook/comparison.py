@@ -2,10 +2,12 @@
 dev for each start, several label draws and seeds, mean and spread; a frozen-encoder probe;
 and a words-only baseline to set beside them."""
 
+import contextlib
 import math
 import random
 import re
 import statistics
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from torch import nn
 
 from bertlib.batch import PaddingCollator
 from bertlib.core.config import BertConfig
+from bertlib.core.encoder import FRESH_WEIGHTS
 from bertlib.errors import InputError
 from bertlib.finetuning.examples import TextExample
 from bertlib.finetuning.models import BertForSequenceClassification, classification_features
@@ -60,10 +63,23 @@ class Start:
     build: Callable[[int], nn.Module]
 
 
+@contextlib.contextmanager
+def new_head_expected():
+    """Loading an encoder's folder into a model with a head warns that the head starts from
+    random values. Where the head is about to be fine-tuned that is the point, so the
+    book's runs leave that one warning out (and every other in)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=f".*start {FRESH_WEIGHTS}")
+        yield
+
+
 def start_from(folder) -> Start:
     """The checkpoint in folder, with a new classification head."""
-    return Start(BertTokenizer.from_pretrained(folder),
-                 lambda n: BertForSequenceClassification.from_pretrained(folder, num_labels=n))
+    def load(num_labels: int) -> BertForSequenceClassification:
+        with new_head_expected():
+            return BertForSequenceClassification.from_pretrained(folder, num_labels=num_labels)
+
+    return Start(BertTokenizer.from_pretrained(folder), load)
 
 
 def scratch_like(folder) -> Start:

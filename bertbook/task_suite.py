@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 
 from bertbook.baselines import majority_rate, string_match_rate, tagging_baseline
+from bertbook.comparison import new_head_expected
 from bertlib.batch import PaddingCollator
 from bertlib.finetuning.run import evaluate_span_qa, evaluate_tagging, fine_tune
 from bertlib.runtime import seed_everything
@@ -51,7 +52,8 @@ class TaskSuite:
         train = sample(self.features(tokenizer, task, "train"), n_train, seed=draw)
         test = self.test_sample(tokenizer, task)
         seed_everything(0)
-        model = load(head, options)
+        with new_head_expected():  # the head is fine-tuned next
+            model = load(head, options)
         started = time.perf_counter()
         fine_tune(model, train, recipe, self.collator, self.device)
         scores = evaluate(model, test, self.collator, self.device)

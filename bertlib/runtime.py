@@ -20,8 +20,20 @@ __all__ = ["best_device", "cpu_has_fast_bf16", "resolve_precision", "autocast",
            "seed_everything"]
 
 
-def best_device() -> torch.device:
-    """The fastest device here: CUDA, then Apple's MPS, then the CPU."""
+def best_device(asked: str | torch.device | None = None) -> torch.device:
+    """The device asked for (a name such as "cuda:0", or a torch.device), checked here so
+    that a wrong one fails with advice; with none asked, the fastest here: CUDA, then
+    Apple's MPS, then the CPU."""
+    if asked is not None:
+        try:
+            device = torch.device(asked)
+        except (RuntimeError, TypeError) as error:
+            raise ConfigError(f"device {asked!r} is not a device torch knows ({error}); use "
+                              "'cpu', 'cuda' or 'cuda:N'") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(f"device {asked!r} asks for CUDA, which this machine lacks; use "
+                              "'cpu', or leave the device out to take the fastest here")
+        return device
     if torch.cuda.is_available():
         return torch.device("cuda")
     mps = getattr(torch.backends, "mps", None)

@@ -542,7 +542,7 @@ if resuming:
     print(f"resuming the run found in {run_dir}")
 started = time.perf_counter()
 run = pretrain(train_documents, RUN, run_dir, held_out_documents, probe_tokenizer,
-               resume=resuming, device=DEVICE)
+               resume=resuming, overwrite=not resuming, device=DEVICE)
 minutes = (time.perf_counter() - started) / 60
 history, evaluation, baselines = run.state.history, run.evaluation, run.baselines
 tokens = sum(record["tokens"] for record in history)
@@ -813,8 +813,9 @@ twin_dir = run_folder(f"ch06-{SIZE}-all-mask")
 twin_run = run_for(S, progress=False)
 twin_run = dataclasses.replace(twin_run, masking=all_mask(twin_run.masking))
 started = time.perf_counter()
+twin_resumes = has_checkpoint(twin_dir)
 pretrain(train_documents, twin_run, twin_dir, held_out_documents, probe_tokenizer,
-         resume=has_checkpoint(twin_dir), device=DEVICE)
+         resume=twin_resumes, overwrite=not twin_resumes, device=DEVICE)
 print(f"the all-[MASK] twin: {S['steps']:,} steps in "
       f"{(time.perf_counter() - started) / 60:.1f} min")
 topics = news_topics(bbc_news())

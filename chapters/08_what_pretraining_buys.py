@@ -265,7 +265,8 @@ for name, run in pretraining_runs.items():
     steps, every = run.training.steps, run.training.eval_every
     keep = steps // 2 - (steps // 2) % every
     runs[name] = pretrain(by_split["train"], run, run_folder(f"ch08-{SIZE}-{name}"),
-                          by_split["dev"], tokenizer, keep_at=(keep,), device=DEVICE)
+                          by_split["dev"], tokenizer, keep_at=(keep,), device=DEVICE,
+                          overwrite=True)  # a run kept on Drive is trained again
     last = runs[name].curve[-1]
     print(f"{name}: {last['step']} steps, {last['tokens']:,} tokens in "
           f"{last['seconds'] / 60:.1f} min; held-out accuracy {last['mlm_accuracy']:.3f}, "

@@ -238,6 +238,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from bertbook.comparison import new_head_expected
 from bertbook.datasets import minilm_dir, rotten_tomatoes
 from bertlib.batch import PaddingCollator
 from bertlib.finetuning.models import BertForSequenceClassification, classification_features
@@ -264,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = BertTokenizer.from_pretrained(minilm_dir())
     features = classification_features(tokenizer, rotten_tomatoes()["train"][:args.examples],
                                        args.max_length)
-    model = BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
+    with new_head_expected():  # MiniLM has no sentiment head: one is trained here
+        model = BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
     if args.no_dropout:
         switch_off_dropout(model)
     config = TrainingConfig(steps=args.steps, batch_size=args.batch_size, learning_rate=5e-5,

@@ -96,8 +96,9 @@ def chapter_06_model(size: str) -> Path:
     print(f"chapter 06's model is not in {folder}: pretraining it now, as chapter 06 does "
           f"({settings['steps']:,} steps; about 4 minutes at the cpu size)")
     train, held_out = book_documents(settings)
-    pretrain(train, run_for(settings, progress=False), folder, held_out,
-             resume=has_checkpoint(folder))
+    resume = has_checkpoint(folder)  # anything else there is a run cut short: start again
+    pretrain(train, run_for(settings, progress=False), folder, held_out, resume=resume,
+             overwrite=not resume)
     return folder / "model"
 
 
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), required=True)
     parser.add_argument("--out", type=Path, required=True, help="folder for the run")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     parser.add_argument("--steps", type=int, help="override the size's number of steps")
     parser.add_argument("--corpus", help="override the size's corpus (wikipedia, lee-news...)")
     parser.add_argument("--mask-rate", type=float, help="override the share of pieces hidden")
@@ -117,12 +119,16 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     settings["warmup"] = min(settings["warmup"], settings["steps"] - 1)
-    if (args.out / "checkpoint.pt").exists() and not args.resume:
-        parser.error(f"{args.out} already holds a run; pass --resume to continue it, or "
-                     "choose another --out")
+    if args.resume and args.overwrite:
+        parser.error("--resume continues the run in --out and --overwrite replaces it: "
+                     "pass one of them")
+    if (args.out / "checkpoint.pt").exists() and not (args.resume or args.overwrite):
+        parser.error(f"{args.out} already holds a run; pass --resume to continue it, "
+                     "--overwrite to replace it, or choose another --out")
     try:
         train, held_out = book_documents(settings)
-        result = pretrain(train, run_for(settings), args.out, held_out, resume=args.resume)
+        result = pretrain(train, run_for(settings), args.out, held_out, resume=args.resume,
+                          overwrite=args.overwrite)
     except BertlibError as error:  # a clear message is enough: no traceback
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -25,6 +25,11 @@ class BertConfig:
     Turc et al. (2019)'s small BERTs and BERT-base/large.
     """
 
+    # Not fields: what transformers' pipelines and peft look up. bertlib's classifier
+    # heads pick one label per text (a softmax over them), never a regression.
+    model_type = "bert"
+    problem_type = "single_label_classification"
+
     vocab_size: int = 30522
     hidden_size: int = 768
     num_hidden_layers: int = 12
@@ -41,6 +46,9 @@ class BertConfig:
     is_decoder: bool = False  # True: every token sees only the tokens before it
     num_labels: int | None = None  # a task head's outputs (default 2, or len(id2label))
     id2label: dict[int, str] | None = None  # their names, as transformers saves them
+    # The labels themselves, in class order and of their own types (1, True, 0.5 or "pos"),
+    # for the labels a classifier was trained on; id2label can hold only their text.
+    label_values: list | None = None
 
     def __post_init__(self) -> None:
         if self.num_labels is None:
@@ -72,15 +80,29 @@ class BertConfig:
         if not (isinstance(eps, (int, float)) and 0 < eps < 1):
             raise ConfigError(f"layer_norm_eps must be a small positive number (BERT's is "
                               f"1e-12), not {eps!r}: it keeps LayerNorm from dividing by zero")
+        self._check_label_values()
         names = list(self.id2label.values())
         if len(set(names)) < len(names):
             twice = sorted({name for name in names if names.count(name) > 1})
             raise ConfigError(f"id2label names two labels alike ({', '.join(twice)}); give "
                               "each label its own name, or predictions cannot be told apart")
 
+    def _check_label_values(self) -> None:
+        if self.label_values is None:
+            return
+        self.label_values = list(self.label_values)
+        if len(self.label_values) != self.num_labels:
+            raise ConfigError(f"label_values holds {len(self.label_values)} labels for "
+                              f"num_labels={self.num_labels}; give one value per label")
+        odd = [v for v in self.label_values if not isinstance(v, (str, int, float, bool))]
+        if odd:
+            raise ConfigError(f"label_values must be strings, numbers or booleans (what "
+                              f"config.json can keep), not {odd[0]!r}")
+
     def with_overrides(self, **overrides) -> "BertConfig":
         """A copy with some fields changed, re-validated. An unknown name is refused with
-        the valid ones; num_labels alone resets id2label to generic names."""
+        the valid ones; num_labels alone keeps the label names when the count is the same
+        and resets them to generic names when it changes."""
         known = {f.name for f in fields(self)}
         unknown = sorted(set(overrides) - known)
         if unknown:
@@ -88,8 +110,10 @@ class BertConfig:
                               f"the fields are: {', '.join(sorted(known))}")
         if "id2label" in overrides and "num_labels" not in overrides:
             overrides["num_labels"] = None  # follows the new names
-        elif "num_labels" in overrides and "id2label" not in overrides:
+        elif ("num_labels" in overrides and "id2label" not in overrides
+              and overrides["num_labels"] != self.num_labels):
             overrides["id2label"] = None  # generic names for the new count
+            overrides.setdefault("label_values", None)
         return replace(self, **overrides)
 
     def get_text_config(self, **_) -> "BertConfig":
@@ -118,14 +142,27 @@ class BertConfig:
         known = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in raw.items() if key in known})
 
-    def to_json(self, path: str | Path, architecture: str = "BertModel") -> Path:
-        """Write config.json as transformers expects it: model_type and architecture, and
-        the label names both ways (id2label, label2id) instead of num_labels."""
-        path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
-        payload = {"model_type": "bert", "architectures": [architecture], **asdict(self)}
+    @property
+    def label2id(self) -> dict[str, int]:
+        """The label names' ids, the other way round from id2label (as transformers has it)."""
+        return {name: i for i, name in self.id2label.items()}
+
+    def to_dict(self) -> dict:
+        """The config as config.json holds it, as transformers' `to_dict` gives it:
+        model_type, and the label names both ways (id2label, label2id) instead of
+        num_labels; label_values only when there are some."""
+        payload = {"model_type": self.model_type, **asdict(self)}
         del payload["num_labels"]
         payload["id2label"] = {str(i): name for i, name in self.id2label.items()}
-        payload["label2id"] = {name: i for i, name in self.id2label.items()}
+        payload["label2id"] = self.label2id
+        if self.label_values is None:
+            del payload["label_values"]
+        return payload
+
+    def to_json(self, path: str | Path, architecture: str = "BertModel") -> Path:
+        """Write config.json as transformers expects it: `to_dict` and the architecture."""
+        path = Path(path) / "config.json" if Path(path).is_dir() else Path(path)
+        payload = {"architectures": [architecture], **self.to_dict()}
         text = json.dumps(payload, indent=2) + "\n"
         return write_atomically(
             path, lambda temporary: temporary.write_text(text, encoding="utf-8"), ConfigError)

@@ -8,6 +8,7 @@ Module and parameter names follow the original BERT checkpoints (as `transformer
 them), so real weights load without renaming.
 """
 
+import warnings
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -293,21 +294,51 @@ class BertPreTrainedModel(nn.Module):
 
     # From chapters/04_encoder.py, cell 31.
     @classmethod
-    def from_pretrained(cls, folder: str | Path, **config_overrides) -> "BertPreTrainedModel":
+    def from_pretrained(cls, folder: str | Path, dtype: torch.dtype | str | None = None,
+                        **config_overrides) -> "BertPreTrainedModel":
         """Build this class from a checkpoint folder and load its weights (load_checkpoint says
-        what may start fresh). Keywords change fields of the folder's config."""
+        what may start fresh). Keywords change fields of the folder's config; dtype (as
+        transformers takes it: torch.bfloat16, "bfloat16", or "auto" for the saved one) casts
+        the loaded weights."""
         state, config = read_folder(folder, BertConfig)
         model = cls(config.with_overrides(**config_overrides))
         load_checkpoint(model, state)
+        encoder = f"{cls.base_model_prefix}."
+        fresh_head = [name for name in model.new_weights if hasattr(model, cls.base_model_prefix)
+                      and not name.startswith(encoder)]
+        if fresh_head:  # a head the folder does not hold: random until it is trained
+            warnings.warn(f"{cls.__name__}: {folder} holds no {', '.join(fresh_head)}, so these "
+                          f"start {FRESH_WEIGHTS}: train the model before using its outputs",
+                          stacklevel=2)
+        if dtype not in (None, "auto"):
+            model.to(_as_dtype(dtype))
         return model.eval()
 
-    def save_pretrained(self, folder: str | Path) -> Path:
+    def save_pretrained(self, folder: str | Path, safe_serialization: bool = True) -> Path:
         """Write config.json and model.safetensors, loadable by from_pretrained or transformers.
         Weights tied to another parameter (the class's `tied_weights`) are written only once;
-        write_folder makes the save atomic and locked."""
+        write_folder makes the save atomic and locked. Only safetensors: a pickle can run code
+        when it is loaded, so safe_serialization=False is refused."""
+        if not safe_serialization:
+            raise ConfigError("bertlib saves safetensors only (a pickled checkpoint can run "
+                              "code when loaded); leave safe_serialization=True")
         tensors = {name: t.detach().contiguous().cpu()
                    for name, t in self.state_dict().items() if name not in self.tied_weights}
         return write_folder(folder, self.config, tensors, architecture=type(self).__name__)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are, as transformers' models say (pipelines ask for it)."""
+        return next(self.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The floating-point type of the weights, as transformers' models say."""
+        return next(p.dtype for p in self.parameters() if p.is_floating_point())
+
+    def num_parameters(self, only_trainable: bool = False) -> int:
+        """How many numbers the model learns, a tied matrix counted once."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad or not only_trainable)
 
 
 # From chapters/04_encoder.py, cell 21.
@@ -368,3 +399,16 @@ def parameter_count(config: BertConfig, pooler: bool = True) -> int:
                   + config.type_vocab_size) * h + 2 * h
     per_layer = 4 * (h * h + h) + (h * i + i) + (i * h + h) + 4 * h
     return embeddings + config.num_hidden_layers * per_layer + (h * h + h if pooler else 0)
+
+
+# From chapters/04_encoder.py, cell 31.
+FRESH_WEIGHTS = "from random values"  # what a warning says of weights a folder lacks
+
+
+def _as_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """A torch dtype, or its name as transformers takes it ("bfloat16")."""
+    found = dtype if isinstance(dtype, torch.dtype) else getattr(torch, str(dtype), None)
+    if not isinstance(found, torch.dtype):
+        raise ConfigError(f"dtype {dtype!r} is not a torch dtype; use torch.float32, "
+                          "torch.bfloat16, torch.float16 (or their names), or 'auto'")
+    return found

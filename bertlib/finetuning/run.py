@@ -8,6 +8,7 @@ How this file is made: written by hand (chapter 07 tells the recipe and the loop
 
 import math
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from bertlib.batch import IGNORE_INDEX, MODEL_INPUTS, PaddingCollator
+from bertlib.core.encoder import FRESH_WEIGHTS
 from bertlib.errors import ConfigError, InputError
 from bertlib.finetuning.examples import TextExample
 from bertlib.finetuning.metrics import best_span, f1_score
@@ -208,12 +210,16 @@ def evaluate_span_qa(model, features, collator, device,
 def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
                          labels: list, recipe: FineTuningRecipe | None = None,
                          max_length: int = 128, dev: tuple[list[str], list] | None = None,
-                         device: torch.device | None = None):
+                         device: str | torch.device | None = None,
+                         output_dir: str | Path | None = None, resume: bool = False):
     """Texts and their labels in, a fine-tuned BertForSequenceClassification out (eval
-    mode). Labels may be any hashable names; they are saved as the config's id2label
-    (as text: config.json has no other way), and the model keeps the labels themselves in
-    `label_values`, so that `classify` gives back 1 for a label 1, not "1".
-    dev=(texts, labels) prints and records dev accuracy after each epoch."""
+    mode). Labels may be strings, numbers or booleans; the config keeps their names as
+    text in id2label (transformers' way) and the labels themselves, with their types, in
+    label_values, so that `classify` gives back 1 for a label 1, not "1", after a save too.
+    dev=(texts, labels) prints and records dev accuracy after each epoch.
+
+    With output_dir, Ctrl-C (or SIGTERM) saves the step in hand there, resume=True goes
+    on from it, and the finished model is saved, with its tokenizer, in output_dir/model."""
     recipe = recipe or FineTuningRecipe(progress=True)
     texts, labels = _paired(texts, labels, "texts and labels")
     names = _label_names(labels)
@@ -222,9 +228,12 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
     features = classification_features(tokenizer, [TextExample(t, index[y])
                                                    for t, y in zip(texts, labels)])
     seed_everything(recipe.seed)  # the new head's initial weights
-    model = BertForSequenceClassification.from_pretrained(
-        checkpoint, id2label={i: str(name) for i, name in enumerate(names)})
-    device = device or best_device()
+    with warnings.catch_warnings():  # the head starts fresh on purpose: it is trained next
+        warnings.filterwarnings("ignore", message=f".*start {FRESH_WEIGHTS}")
+        model = BertForSequenceClassification.from_pretrained(
+            checkpoint, id2label={i: str(name) for i, name in enumerate(names)},
+            label_values=names)
+    device = best_device(device)
     collator = PaddingCollator(tokenizer.pad_id)
     evaluate = None
     if dev is not None:
@@ -242,16 +251,20 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
             print(f"dev accuracy {right / len(dev_features):.3f}", file=sys.stderr)
             return {"dev_accuracy": right / len(dev_features)}
 
-    fine_tune(model, features, recipe, collator, device, evaluate)
-    model.label_values = tuple(names)  # in class order, each of its own type
+    fine_tune(model, features, recipe, collator, device, evaluate, output_dir, resume)
+    if output_dir is not None:
+        model.save_pretrained(Path(output_dir) / "model")
+        tokenizer.save_pretrained(Path(output_dir) / "model")
     return model
 
 
 def _paired(texts, labels, what: str) -> tuple[list[str], list]:
-    """Texts and labels as two lists of one length: a generator is read once, and one
-    string is one text (not a list of characters)."""
-    texts = [texts] if isinstance(texts, str) else list(texts)
-    labels = list(labels)
+    """Texts and labels as two lists of one length: a generator is read once, one string
+    is one text (not a list of characters), and a tensor or array of labels is read as
+    the numbers it holds."""
+    texts = _checked_texts(texts, what.rsplit(" and ", 1)[0].removesuffix("s"))
+    labels = labels.tolist() if hasattr(labels, "tolist") else list(labels)
+    labels = [label.tolist() if hasattr(label, "tolist") else label for label in labels]
     if len(texts) != len(labels):
         raise InputError(f"{what} differ in number ({len(texts)} and {len(labels)}); give "
                          "one label per text")
@@ -260,14 +273,35 @@ def _paired(texts, labels, what: str) -> tuple[list[str], list]:
     return texts, labels
 
 
+def _checked_texts(texts, what: str) -> list[str]:
+    """Texts as a list, each a string with something in it: a bad one is named by its
+    position before any work starts, instead of stopping a batch half-way."""
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    for position, text in enumerate(texts):
+        if isinstance(text, bytes):
+            raise InputError(f"{what} {position} is bytes, not a string: decode it first "
+                             "(text.decode('utf-8'))")
+        if not isinstance(text, str):
+            raise InputError(f"{what} {position} is {text!r} (a {type(text).__name__}), not "
+                             "a string")
+        if not text.strip():
+            raise InputError(f"{what} {position} is empty: there is nothing to read in it; "
+                             "drop it or give it its text")
+    return texts
+
+
 def _label_names(labels: list) -> list:
     """The distinct labels, in a stable order, as the classes to learn. Refused when
     they cannot name classes: unhashable, one class, or two labels Python counts as one
     (True and 1) or that config.json would save under one name (1 and "1")."""
-    try:
-        distinct = set(labels)
-    except TypeError as error:
-        raise InputError(f"labels must be names such as strings or numbers ({error})") from None
+    for position, label in enumerate(labels):
+        if label is None:
+            raise InputError(f"label {position} is None: give every text its label (leave "
+                             "unlabelled texts out of training)")
+        if not isinstance(label, (str, int, float, bool)):
+            raise InputError(f"label {position} is {label!r}, a {type(label).__name__}: "
+                             "labels must be strings, numbers or booleans")
+    distinct = set(labels)
     typed = {(type(label), label) for label in labels}
     by_name: dict[str, set] = {}
     for kind, label in typed:
@@ -285,14 +319,13 @@ def _label_names(labels: list) -> list:
 
 
 def classify(model: nn.Module, tokenizer, texts: list[str] | str,
-             device: torch.device | None = None) -> list:
+             device: str | torch.device | None = None) -> list:
     """The label that the model gives each text: as it was given to fine_tune_classifier
-    (its type kept) while the model is in memory, else the config's id2label name (a
-    loaded folder). One string is one text."""
-    features = classification_features(tokenizer, [texts] if isinstance(texts, str)
-                                       else list(texts))
-    device = device or next(model.parameters()).device
+    (its type kept, also after save_pretrained and from_pretrained), else the config's
+    id2label name. One string is one text."""
+    features = classification_features(tokenizer, _checked_texts(texts, "text"))
+    device = next(model.parameters()).device if device is None else best_device(device)
     logits = predict(model, features, PaddingCollator(tokenizer.pad_id), device)
-    labels = getattr(model, "label_values", None) or [model.config.id2label[i] for i in
-                                                       range(len(model.config.id2label))]
+    labels = model.config.label_values or [model.config.id2label[i]
+                                           for i in range(model.config.num_labels)]
     return [labels[int(row.argmax())] for row in logits]

@@ -13,6 +13,7 @@ How this file is made: written by hand (chapter 06 tells the road in prose).
 import hashlib
 import json
 import math
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -137,6 +138,34 @@ def _vocabulary_digest(tokenizer: BertTokenizer) -> str:
     return hashlib.sha256(pieces.encode("utf-8")).hexdigest()[:16]
 
 
+_RUN_FILES = ("checkpoint.pt", "run.json", "vocabulary", "model")
+
+
+def _claim(folder: Path, resume: bool, overwrite: bool) -> None:
+    """Make sure a run may start (or go on) in folder: an existing run is continued only
+    when asked (resume), replaced only when asked (overwrite), and otherwise left alone."""
+    if resume and overwrite:
+        raise ConfigError("resume=True continues the run in the folder and overwrite=True "
+                          "replaces it: ask for one of them")
+    held = [name for name in _RUN_FILES if (folder / name).exists()]
+    held += sorted(path.name for path in folder.glob("step-*"))
+    if resume and "checkpoint.pt" not in held:
+        raise CheckpointError(f"{folder} holds no checkpoint.pt to resume from; start the "
+                              "run without resuming")
+    if held and not resume and not overwrite:
+        choices = ("resume it (resume=True), replace it (overwrite=True)"
+                   if "checkpoint.pt" in held else "replace it (overwrite=True)")
+        raise CheckpointError(f"{folder} already holds a run ({', '.join(held)}); {choices}, "
+                              "or choose another folder")
+    if held and overwrite:
+        for name in held:
+            path = folder / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+
 def _run_vocabulary(folder: Path, documents: list[list[str]], size: int, resume: bool,
                     given: BertTokenizer | None) -> BertTokenizer:
     """The run's vocabulary, kept in folder/vocabulary: learned (or given) at the start,
@@ -249,24 +278,24 @@ def _as_documents(texts) -> list[list[str]]:
 
 def pretrain(documents, run: PretrainingRun, output_dir: str | Path, held_out,
              tokenizer: BertTokenizer | None = None, resume: bool = False,
-             keep_at: tuple[int, ...] = (), device: torch.device | None = None
-             ) -> PretrainingResult:
+             keep_at: tuple[int, ...] = (), device: str | torch.device | None = None,
+             overwrite: bool = False) -> PretrainingResult:
     """Pretrain a fresh model on documents (each a string, or a list of paragraphs) and
     score it on held_out every run.training.eval_every steps; save it in output_dir/model.
 
     A vocabulary is learned from the documents unless a tokenizer is given. resume
     continues the run whose checkpoint is in output_dir, after checking that it was asked for
-    the same run on the same text."""
-    output_dir, device, training = Path(output_dir), device or best_device(), run.training
+    the same run on the same text. A folder that holds a run is never written over unless
+    overwrite=True says to replace it; either way nothing in it changes before every check
+    on the arguments has passed."""
+    output_dir, device, training = Path(output_dir), best_device(device), run.training
     model_class = run.model_class()
     if any(not 0 < step <= training.steps or not training.eval_every
            or step % training.eval_every for step in keep_at):
         raise ConfigError(f"keep_at {keep_at} must name evaluated steps (multiples of "
                           f"eval_every={training.eval_every}, at most steps={training.steps})")
     documents, held_out = _as_documents(documents), _as_documents(held_out)
-    if resume and not (output_dir / "checkpoint.pt").is_file():
-        raise CheckpointError(f"{output_dir} holds no checkpoint.pt to resume from; start the run "
-                              "without resuming")
+    _claim(output_dir, resume, overwrite)
     prepare_output_dir(output_dir)
     seed_everything(training.seed)
     tokenizer = _run_vocabulary(output_dir, documents, run.vocab_size, resume, tokenizer)

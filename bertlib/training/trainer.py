@@ -22,7 +22,7 @@ from torch import nn
 
 from bertlib.errors import CheckpointError, ConfigError, InputError, TrainingDiverged
 from bertlib.files import write_atomically
-from bertlib.runtime import autocast, resolve_precision
+from bertlib.runtime import autocast, best_device, resolve_precision
 from bertlib.training.optimizer import parameter_groups, warmup_then_linear_decay
 
 __all__ = [
@@ -159,7 +159,7 @@ class Trainer:
                  device: torch.device | None = None, output_dir: str | Path | None = None,
                  evaluate=None, callbacks=()):
         self.model, self.dataset, self.collator, self.config = model, dataset, collator, config
-        self.device = device or torch.device("cpu")
+        self.device = torch.device("cpu") if device is None else best_device(device)
         self.precision = resolve_precision(config.precision, self.device)
         self.output_dir = Path(output_dir) if output_dir else None
         if self.output_dir is not None:
@@ -319,7 +319,7 @@ class Trainer:
         bar = tqdm(total=config.steps, initial=self.state.step, disable=not config.progress,
                    desc="training", mininterval=10, file=sys.stdout)
         started, tokens_seen, unread, records = time.perf_counter(), 0, [], []
-        with _SignalStop() as stop:
+        with _SignalStop(saves=self.output_dir is not None) as stop:
             while self.state.step < config.steps:
                 if stop.received:
                     bar.close()
@@ -368,9 +368,10 @@ class _SignalStop:
     its next step, with a checkpoint; a second stops at once. Signals reach Python's main
     thread only, so elsewhere nothing is changed."""
 
-    def __init__(self):
+    def __init__(self, saves: bool):
         self.received: str | None = None
         self.previous: dict = {}
+        self.saves = saves  # whether stopping writes a checkpoint (the trainer has a folder)
 
     def __enter__(self) -> "_SignalStop":
         if threading.current_thread() is threading.main_thread():
@@ -382,8 +383,10 @@ class _SignalStop:
         if self.received:
             raise KeyboardInterrupt(f"a second {self.received}: stopped at once")
         self.received = signal.Signals(number).name
-        print(f"\n{self.received}: stopping after this step, with a checkpoint "
-              "(again to stop at once)", file=sys.stderr)
+        kept = ("with a checkpoint" if self.saves
+                else "saving nothing: this run was given no output folder")
+        print(f"\n{self.received}: stopping after this step, {kept} (again to stop at once)",
+              file=sys.stderr)
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self.previous.items():

@@ -325,7 +325,7 @@ QUICK = FineTuningRecipe(learning_rate=1e-3, epochs=1, batch_size=2, precision="
     (["good", "bad"], ["pos", "pos"], None, "at least two labels"),
     (["good", "bad"], [1, "1"], None, "'1' \\(str\\), 1 \\(int\\) would become one class"),
     (["good", "bad", "ok"], [True, 1, 0], None, "would become one class"),
-    (["good", "bad"], [["pos"], ["neg"]], None, "must be names"),
+    (["good", "bad"], [["pos"], ["neg"]], None, "must be strings, numbers or booleans"),
     (["good", "bad"], ["pos", "neg"], (["fine"], ["meh"]), "dev labels \\['meh'\\] never occur"),
     (["good", "bad"], ["pos", "neg"], (["fine", "ok"], ["pos"]), "dev texts and dev labels"),
 ])
