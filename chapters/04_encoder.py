@@ -639,9 +639,12 @@ def weights_dtype(self) -> torch.dtype:
     return next(p.dtype for p in self.parameters() if p.is_floating_point())
 
 
-def num_parameters(self, only_trainable: bool = False) -> int:
-    """How many numbers the model learns, a tied matrix counted once."""
-    return sum(p.numel() for p in self.parameters() if p.requires_grad or not only_trainable)
+def num_parameters(self, only_trainable: bool = False, exclude_embeddings: bool = False) -> int:
+    """How many numbers the model learns, a tied matrix counted once (transformers'
+    signature: its Trainer counts FLOPs without the embedding tables)."""
+    tables = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
+    return sum(p.numel() for p in self.parameters() if (p.requires_grad or not only_trainable)
+               and not (exclude_embeddings and id(p) in tables))
 
 
 BertPreTrainedModel.from_pretrained = classmethod(from_pretrained)

@@ -624,7 +624,7 @@ OWN_STARTS = {  # name: (start, the learning rates dev chooses from)
     "chapter 06's model": (start_from(chapter_06), S["own_rates"]),
     "all-MiniLM-L6-v2": (start_from(minilm_dir()), S["minilm_rates"]),
 }
-FEW_LABELS = FineTuningRecipe(epochs=10, batch_size=16, precision=S["precision"])
+FEW_LABELS = FineTuningRecipe(epochs=10, batch_size=16, precision=S["precision"], progress=False)
 own_results = {}
 for task, splits in [("sentiment", sentiment), ("headline match", pairs)]:
     capped = {part: examples if part == "train" else sample(examples, S["eval_cap"], seed=1)

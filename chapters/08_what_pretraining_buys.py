@@ -462,7 +462,7 @@ task = {part: examples[:S["test_cap"]] if part != "train" else examples
         for part, examples in topics.items()}
 print({part: len(examples) for part, examples in task.items()}, "topic examples")
 RECIPE = FineTuningRecipe(epochs=S["epochs"], batch_size=16, min_steps=S["min_steps"],
-                          precision="auto" if DEVICE.type == "cuda" else "fp32")
+                          precision="auto" if DEVICE.type == "cuda" else "fp32", progress=False)
 STARTS = {
     "from scratch": (scratch_like(runs["mlm"].folder), S["rates"]),
     "masked LM (ours)": (start_from(runs["mlm"].folder), S["rates"]),
@@ -703,7 +703,8 @@ from bertbook.datasets import headline_pairs
 pair_task = {part: examples[:S["test_cap"]] if part != "train" else examples
              for part, examples in headline_pairs(articles).items()}
 PAIR_RECIPE = FineTuningRecipe(epochs=S["pair_epochs"], batch_size=16,
-                               min_steps=S["min_steps"], precision=RECIPE.precision)
+                               min_steps=S["min_steps"], precision=RECIPE.precision,
+                               progress=False)
 pair_results = {}
 for name in ("mlm", "ltr"):
     for budget, folder in (("half", next(iter(runs[name].kept.values()))),

@@ -59,7 +59,7 @@ class FineTuningRecipe:
     adam_eps: float = 1e-6
     precision: str = "auto"
     seed: int = 0
-    progress: bool = False
+    progress: bool = True  # a bar on long work; the book's many short runs turn it off
 
     def __post_init__(self) -> None:
         if not (isinstance(self.batch_size, int) and self.batch_size >= 1):
@@ -220,7 +220,7 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
 
     With output_dir, Ctrl-C (or SIGTERM) saves the step in hand there, resume=True goes
     on from it, and the finished model is saved, with its tokenizer, in output_dir/model."""
-    recipe = recipe or FineTuningRecipe(progress=True)
+    recipe = recipe or FineTuningRecipe()
     texts, labels = _paired(texts, labels, "texts and labels")
     names = _label_names(labels)
     index = {name: i for i, name in enumerate(names)}
