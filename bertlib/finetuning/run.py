@@ -224,15 +224,16 @@ def fine_tune_classifier(checkpoint: str | Path, tokenizer, texts: list[str],
     texts, labels = _paired(texts, labels, "texts and labels")
     names = _label_names(labels)
     index = {name: i for i, name in enumerate(names)}
-    tokenizer = tokenizer.with_max_length(max_length)
-    features = classification_features(tokenizer, [TextExample(t, index[y])
-                                                   for t, y in zip(texts, labels)])
     seed_everything(recipe.seed)  # the new head's initial weights
     with warnings.catch_warnings():  # the head starts fresh on purpose: it is trained next
         warnings.filterwarnings("ignore", message=f".*start {FRESH_WEIGHTS}")
         model = BertForSequenceClassification.from_pretrained(
             checkpoint, id2label={i: str(name) for i, name in enumerate(names)},
             label_values=names)
+    # Texts are cut where the model's position table ends, and so is the saved tokenizer.
+    tokenizer = tokenizer.with_max_length(min(max_length, model.config.max_position_embeddings))
+    features = classification_features(tokenizer, [TextExample(t, index[y])
+                                                   for t, y in zip(texts, labels)])
     device = best_device(device)
     collator = PaddingCollator(tokenizer.pad_id)
     evaluate = None

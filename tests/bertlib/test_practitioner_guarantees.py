@@ -131,6 +131,19 @@ def test_ctrl_c_without_a_folder_says_that_nothing_is_saved(encoder_folder, toke
     assert "saving nothing" in err and "with a checkpoint" not in err
 
 
+def test_a_saved_classifier_cuts_texts_where_its_positions_end(encoder_folder, tokenizer,
+                                                               tmp_path):
+    """The encoder has 32 positions; the default max_length (128) must not reach the
+    tokenizer saved beside it, or a long text would crash the model instead of being cut."""
+    fine_tune_classifier(encoder_folder, tokenizer, TEXTS, [0, 1] * 4, QUICK, device="cpu",
+                         output_dir=tmp_path)
+    saved = json.loads((tmp_path / "model" / "tokenizer_config.json").read_text())
+    assert saved["model_max_length"] <= 32
+    long_text = " ".join(["good"] * 200)
+    read = transformers.pipeline("text-classification", model=str(tmp_path / "model"))
+    assert read(long_text, truncation=True)[0]["label"] in ("0", "1")
+
+
 # --- labels keep their meaning ------------------------------------------------------------
 
 @pytest.mark.parametrize("labels", [[1, 0] * 4, [True, False] * 4, [2.5, 0.5] * 4,
