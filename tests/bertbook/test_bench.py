@@ -170,3 +170,11 @@ def test_the_readme_shows_the_committed_serving_table(root):
     assert shown == (root / "benchmarks" / "results" / "serving.md").read_text().strip(), (
         "copy benchmarks/results/serving.md into the README after `python "
         "benchmarks/serving.py`")
+
+
+def test_the_library_page_shows_the_committed_run_times(root):
+    page = (root / "bertlib" / "README.md").read_text()
+    shown = page.split("<!-- times:start -->\n")[1].split("\n<!-- times:end -->")[0]
+    assert shown == (root / "benchmarks" / "results" / "library_times.md").read_text().strip(), (
+        "copy benchmarks/results/library_times.md into bertlib/README.md after `python "
+        "benchmarks/library_times.py`")
