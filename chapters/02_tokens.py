@@ -488,8 +488,13 @@ class BertTokenizer:
             raise TokenizerError(f"{len(texts)} texts but {len(pairs)} pairs")
         if not texts:
             raise TokenizerError("no texts to encode")
-        encodings = [self.encode(t, None if pairs is None else pairs[i], truncation)
-                     for i, t in enumerate(texts)]
+        encodings = []
+        for i, text in enumerate(texts):  # a bad text is named by its place in the list
+            try:
+                encodings.append(self.encode(text, None if pairs is None else pairs[i],
+                                             truncation))
+            except TokenizerError as error:
+                raise TokenizerError(f"text {i}: {error}") from None
         return pad_batch([{"input_ids": e.ids, "token_type_ids": e.type_ids}
                           for e in encodings], self.pad_id)
 

@@ -269,11 +269,23 @@ def _examples(run: PretrainingRun, tokenizer, documents: list[list[str]], seed: 
 
 
 def _as_documents(texts) -> list[list[str]]:
-    """Each document as a list of paragraphs: a string is a one-paragraph document."""
+    """Each document as a list of paragraphs: a string is a one-paragraph document. A
+    document or paragraph that is not text is named by its position, before any work."""
     if isinstance(texts, str):
         raise InputError("pretrain takes a list of documents, not one string; wrap it: "
                          "[text]")
-    return [[text] if isinstance(text, str) else list(text) for text in texts]
+    documents = []
+    for number, text in enumerate(texts):
+        if not isinstance(text, (str, list, tuple)):
+            raise InputError(f"document {number} is {type(text).__name__}, not a string or a "
+                             "list of paragraphs (strings)")
+        paragraphs = [text] if isinstance(text, str) else list(text)
+        for place, paragraph in enumerate(paragraphs):
+            if not isinstance(paragraph, str):
+                raise InputError(f"document {number}, paragraph {place} is "
+                                 f"{type(paragraph).__name__}, not a string")
+        documents.append(paragraphs)
+    return documents
 
 
 def pretrain(documents, run: PretrainingRun, output_dir: str | Path, held_out,

@@ -1,4 +1,4 @@
-"""One name per idea: the README's glossary and bertlib's public signatures agree.
+"""One name per idea: the library page's glossary and bertlib's public signatures agree.
 
 The glossary's "not" column lists the spellings a name must not take. Every parameter and
 dataclass field of the library's public classes and functions is checked against them, so
@@ -21,8 +21,8 @@ OTHER_MEANINGS = {"model", "vocab", "batch"}
 
 
 def _glossary() -> list[tuple[str, str]]:
-    """(the names, the spellings not to use) of each row of the README's table."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    """(the names, the spellings not to use) of each row of bertlib/README.md's table."""
+    text = (ROOT / "bertlib" / "README.md").read_text(encoding="utf-8")
     section = text.split("## One name per idea", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("| ")]
     return [(row[1], row[2]) for row in rows[1:] if len(row) == 3]

@@ -26,7 +26,7 @@ from bertlib import (
     fine_tune_classifier,
     pretrain,
 )
-from bertlib.errors import CheckpointError, ConfigError, InputError
+from bertlib.errors import CheckpointError, ConfigError, InputError, TokenizerError
 from bertlib.training.trainer import Trainer
 
 CPU = torch.device("cpu")
@@ -203,6 +203,19 @@ def test_a_bad_text_is_named_by_its_position(encoder_folder, tokenizer, bad, mes
     model = BertForSequenceClassification(BertConfig(vocab_size=30522, **TINY))
     with pytest.raises(InputError, match=message):
         classify(model, tokenizer, texts)
+
+
+def test_the_tokenizer_names_the_bad_text_in_a_list(tokenizer):
+    with pytest.raises(TokenizerError, match="text 1: the text is empty"):
+        tokenizer(["a good film", " ", "a dull one"])
+
+
+def test_pretraining_names_a_document_that_is_not_text(tmp_path):
+    with pytest.raises(InputError, match="document 1 is NoneType"):
+        pretrain(["a text", None], _tiny_run(), tmp_path, ["held out"], device=CPU)
+    with pytest.raises(InputError, match="document 0, paragraph 1 is bytes"):
+        pretrain([["a text", b"bytes"]], _tiny_run(), tmp_path, ["held out"], device=CPU)
+    assert not any(tmp_path.iterdir())  # refused before anything was written
 
 
 # --- transformers' habits --------------------------------------------------------------
