@@ -96,7 +96,7 @@ def measure_run(name: str, steps: int | None) -> dict:
     every = settings["eval_every"]
     keep_at = tuple(range(every, settings["steps"] + 1, every))
     articles = bbc_news()
-    texts = {part: [" ".join([a.headline, *a.paragraphs]) for a in articles
+    texts = {part: [a.text for a in articles
                     if split_of(a.name) == part] for part in ("train", "dev")}
     causal = settings["objective"] == "left-to-right"
     with tempfile.TemporaryDirectory() as folder:

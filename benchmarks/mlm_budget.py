@@ -54,7 +54,7 @@ def run_recipe(name: str, steps: int | None) -> dict:
         settings.update(steps=steps, warmup=steps // 10, eval_every=max(1, steps // 4))
         budgets = (settings["eval_every"],)
     articles = bbc_news()
-    texts = {part: [" ".join([a.headline, *a.paragraphs]) for a in articles
+    texts = {part: [a.text for a in articles
                     if split_of(a.name) == part] for part in ("train", "dev")}
     topics = news_topics(articles)
     device = torch.device("cpu")

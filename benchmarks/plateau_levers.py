@@ -53,7 +53,7 @@ def article_texts() -> dict[str, list[str]]:
     for article in bbc_news():
         part = split_of(article.name)
         if part in texts:
-            texts[part].append(" ".join([article.headline, *article.paragraphs]))
+            texts[part].append(article.text)
     return texts
 
 

@@ -94,6 +94,11 @@ class NewsArticle:
     headline: str
     paragraphs: tuple[str, ...]
 
+    @property
+    def text(self) -> str:
+        """The whole article as one text, headline first: what pretraining reads."""
+        return " ".join([self.headline, *self.paragraphs])
+
 
 def bbc_news() -> list[NewsArticle]:
     """The BBC News articles of 2004-2005 in five topics (Greene & Cunningham, 2006)."""

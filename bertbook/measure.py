@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from bertlib.core.config import BertConfig
+from bertlib.runtime import autocast
 
 __all__ = [
     "interleaved_timings",
@@ -105,13 +106,12 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
     fp16 scales the loss (GradScaler), as fp16's narrow range needs; bf16 and fp32 do not.
     """
     optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-4)
-    device_type = next(model.parameters()).device.type
-    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    scaler = torch.amp.GradScaler(device_type, enabled=precision == "fp16")
+    device = next(model.parameters()).device
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     model.train()
 
     def step() -> float:
-        with torch.autocast(device_type, dtype=half or torch.float32, enabled=half is not None):
+        with autocast(device, precision):  # the library's own precision context
             loss = model(**batch).loss
         scaler.scale(loss).backward()
         scaler.step(optimizer)

@@ -238,7 +238,7 @@ from bertbook.datasets import bbc_news, news_topics, split_of
 from bertbook.runs import run_folder
 
 articles = bbc_news()
-by_split = {part: [" ".join([a.headline, *a.paragraphs]) for a in articles
+by_split = {part: [a.text for a in articles
                    if split_of(a.name) == part] for part in ("train", "dev", "test")}
 topics = news_topics(articles)
 print({part: len(texts) for part, texts in by_split.items()}, "articles;",
