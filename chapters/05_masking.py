@@ -347,8 +347,10 @@ assert whole_word == 1.0 and token_level < 0.5
 # %% [markdown]
 # ## Next-sentence pairs
 #
-# BERT's second objective asks whether segment B really follows segment A. The original's
-# data creation, rebuilt here:
+# BERT's second objective asks whether segment B really follows segment A. Whether it
+# helps was questioned later: RoBERTa (Liu et al., 2019, §4.2) dropped it, filled each row
+# with contiguous sentences instead, and matched or slightly beat BERT downstream (chapter
+# 08 measures its own version of the question). The original's data creation, rebuilt here:
 #
 # ![A next-sentence pair: IsNext half the time, NotNext the other half](figures/next_sentence.svg)
 #

@@ -26,8 +26,8 @@
 #
 # One size switch chooses everything: it sizes the fine-tuning runs, each capped at a
 # number of training examples. At the `cpu` size a fixed draw of 5,000 sentiment sentences
-# stands for the whole training set (`sentiment_train`). The saved run, on a CPU without fast
-# bf16 (chapter 06), took about 3x as long as one with it; the last code cell prints its time.
+# stands for the whole training set (`sentiment_train`). The saved run had a CPU with fast
+# bf16 (chapter 06); one without it takes about 3x as long. The last code cell prints its time.
 #
 # What the `gpu` size costs, before anything runs: every training run below, in minutes on
 # Colab's T4 and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget

@@ -371,8 +371,9 @@ print(f"best: {layer_names[best_layer]} at {accuracy_by_layer[best_layer]:.2f}, 
 
 # %% [markdown]
 # After the embeddings, the two sentences of a pair give "bank" the very same vector, and
-# the senses do not separate. A few layers of attention to the rest of the sentence are
-# enough to pull them apart: the model has read "wages" or "river" to the right of "bank".
+# the senses do not separate. In MiniLM one layer of attention to the rest of the
+# sentence is already enough to pull them apart, and the later layers keep them apart: the
+# model has read "wages" or "river" to the right of "bank".
 #
 # A left-to-right model could not do this, whatever its training: under a causal mask
 # (chapter 04's `causal=True`) the vector at "bank" depends only on the words before it,
@@ -639,9 +640,9 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 # * In the book's package, `bertbook.datasets.bank_senses`: 48 sentences with "bank" in two
 #   senses.
 # * Measured on a trained model (MiniLM offline, BERT-base on Colab): the senses of "bank"
-#   separate after a few layers while the static embedding cannot tell them apart; heads
-#   that read the previous or next token; and which layer knows best whether a word is part
-#   of a link.
+#   separate in the first layers (MiniLM: from the first) while the static embedding cannot
+#   tell them apart; heads that read the previous or next token; and which layer knows best
+#   whether a word is part of a link.
 #
 # ## Exercises
 #
@@ -731,7 +732,8 @@ for weights, expected in [(torch.eye(4), 0), (torch.diag(torch.ones(3), -1), -1)
 # ### BEGIN SOLUTION
 # 1. Both are the same piece id, so they start from the same vector; context enters only
 #    through the layers' attention.
-# 2. After a few layers, once attention has mixed in the words around it.
+# 2. Early: in MiniLM already after the first layer, once one round of attention has
+#    mixed in the words around it; before it (the embeddings) both senses share one vector.
 # 3. Attending to the previous or the next token, to [CLS], to [SEP] (often a way of doing
 #    nothing), or to the same word elsewhere (Clark et al., 2019).
 # 4. A linear classifier trained on frozen vectors of one layer; kept simple so it shows

@@ -452,8 +452,9 @@ assert type(got) is float and got == 3200.0, got
 #    mean of the slices' means is the mean of all.
 # 6. When slices hold different numbers of scored items (masked pieces); weight each by its
 #    count, with the global count from an all-reduce.
-# 7. Its random-number state (data order, masks, dropout); the weights and the optimiser are
-#    shared.
+# 7. Only its torch random-number state, which dropout draws from; the weights and the
+#    optimiser are shared (rank 0 saves them), and the data order and the masks need no
+#    saving: they are functions of (seed, epoch, batch, rank).
 # 8. torchrun starts one process per device and gives each its RANK, LOCAL_RANK and
 #    WORLD_SIZE, with which the process group is started.
 # ### END SOLUTION

@@ -303,9 +303,8 @@ class BertPreTrainedModel(nn.Module):
         state, config = read_folder(folder, BertConfig)
         model = cls(config.with_overrides(**config_overrides))
         load_checkpoint(model, state)
-        encoder = f"{cls.base_model_prefix}."
         fresh_head = [name for name in model.new_weights if hasattr(model, cls.base_model_prefix)
-                      and not name.startswith(encoder)]
+                      and not name.startswith(f"{cls.base_model_prefix}.")]
         if fresh_head:  # a head the folder does not hold: random until it is trained
             warnings.warn(f"{cls.__name__}: {folder} holds no {', '.join(fresh_head)}, so these "
                           f"start {FRESH_WEIGHTS}: train the model before using its outputs",
