@@ -34,6 +34,7 @@ __all__ = [
     "NewsArticle",
     "bbc_news",
     "news_topics",
+    "linked_paragraphs",
     "headline_pairs",
     "LinkedParagraph",
     "wikipedia_links",
@@ -190,6 +191,13 @@ def _unmark(article: str, paragraph: str) -> LinkedParagraph | None:
     return LinkedParagraph(article, text, tuple(links))
 
 
+def linked_paragraphs(title: str, wikitext: str) -> list[LinkedParagraph]:
+    """The prose paragraphs of one page's wiki markup, each with the links its editors made
+    as (start, end, target) character spans of the cleaned text."""
+    paragraphs = [_unmark(title, marked) for marked in wiki_paragraphs(_mark_links(wikitext))]
+    return [paragraph for paragraph in paragraphs if paragraph is not None]
+
+
 def wikipedia_links() -> list[LinkedParagraph]:
     """The paragraphs of the Wikipedia sample with the links their editors made (cached)."""
     source = package_file("gensim", WIKI_SAMPLE, GENSIM_INSTALL)
@@ -197,9 +205,8 @@ def wikipedia_links() -> list[LinkedParagraph]:
     cached = cache_dir() / f"wikipedia-links-{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
 
     def build() -> list[dict]:
-        paragraphs = [_unmark(title, marked) for title, wikitext in wiki_pages(source)
-                      for marked in wiki_paragraphs(_mark_links(wikitext))]
-        return [p.__dict__ for p in paragraphs if p is not None]
+        return [paragraph.__dict__ for title, wikitext in wiki_pages(source)
+                for paragraph in linked_paragraphs(title, wikitext)]
 
     rows = cached_rows(cached, build, {"article", "text", "links"})
     return [LinkedParagraph(p["article"], p["text"], tuple(map(tuple, p["links"])))

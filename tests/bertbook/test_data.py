@@ -162,10 +162,10 @@ def test_wikipedia_links_are_spans_of_the_clean_text():
             assert paragraph.text[start:end].strip() and target.strip()
 
 
-def test_marked_links_keep_visible_text_and_target():
-    marked = datasets._mark_links("A [[financial institution|firm]] in [[paris]] and "
-                              "[[File:Bank.jpg|thumb|a [[bank]]]].")
-    paragraph = datasets._unmark("t", marked)
+def test_links_keep_their_visible_text_and_target():
+    (paragraph,) = datasets.linked_paragraphs(
+        "t", "A [[financial institution|firm]] in [[paris]] and its branches lent money to "
+             "farmers. [[File:Bank.jpg|thumb|a [[bank]]]]")
     assert paragraph.text.startswith("A firm in paris and")
     assert [(paragraph.text[s:e], t) for s, e, t in paragraph.links][:2] == [
         ("firm", "Financial institution"), ("paris", "Paris")]
