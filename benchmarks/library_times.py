@@ -23,7 +23,6 @@ import torch
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bertbook.comparison import new_head_expected
 from bertbook.datasets import minilm_dir, rotten_tomatoes
 from bertlib import (
     BertConfig,
@@ -36,6 +35,7 @@ from bertlib import (
     classification_features,
 )
 from bertlib.batch import PaddingCollator
+from bertlib.finetuning.run import new_head_expected
 from bertlib.pretraining.sentence_pairs import SentencePair
 from bertlib.runtime import cpu_has_fast_bf16
 from bertlib.tokenizer import SPECIAL_TOKENS, train_wordpiece

@@ -2,12 +2,10 @@
 dev for each start, several label draws and seeds, mean and spread; a frozen-encoder probe;
 and a words-only baseline to set beside them."""
 
-import contextlib
 import math
 import random
 import re
 import statistics
-import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,11 +16,15 @@ from torch import nn
 
 from bertlib.batch import PaddingCollator
 from bertlib.core.config import BertConfig
-from bertlib.core.encoder import FRESH_WEIGHTS
 from bertlib.errors import InputError
 from bertlib.finetuning.examples import TextExample
 from bertlib.finetuning.models import BertForSequenceClassification, classification_features
-from bertlib.finetuning.run import FineTuningRecipe, evaluate_classification, fine_tune
+from bertlib.finetuning.run import (
+    FineTuningRecipe,
+    evaluate_classification,
+    fine_tune,
+    new_head_expected,
+)
 from bertlib.runtime import seed_everything
 from bertlib.tokenizer import BertTokenizer
 
@@ -61,16 +63,6 @@ class Start:
 
     tokenizer: BertTokenizer
     build: Callable[[int], nn.Module]
-
-
-@contextlib.contextmanager
-def new_head_expected():
-    """Loading an encoder's folder into a model with a head warns that the head starts from
-    random values. Where the head is about to be fine-tuned that is the point, so the
-    book's runs leave that one warning out (and every other in)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=f".*start {FRESH_WEIGHTS}")
-        yield
 
 
 def start_from(folder) -> Start:

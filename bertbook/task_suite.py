@@ -14,9 +14,13 @@ from collections.abc import Callable
 import torch
 
 from bertbook.baselines import majority_rate, string_match_rate, tagging_baseline
-from bertbook.comparison import new_head_expected
 from bertlib.batch import PaddingCollator
-from bertlib.finetuning.run import evaluate_span_qa, evaluate_tagging, fine_tune
+from bertlib.finetuning.run import (
+    evaluate_span_qa,
+    evaluate_tagging,
+    fine_tune,
+    new_head_expected,
+)
 from bertlib.runtime import seed_everything
 
 __all__ = ["sample", "TaskSuite"]

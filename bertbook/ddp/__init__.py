@@ -10,10 +10,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from bertbook.comparison import new_head_expected
 from bertbook.datasets import minilm_dir, rotten_tomatoes
 from bertlib.batch import PaddingCollator
 from bertlib.finetuning.models import BertForSequenceClassification, classification_features
+from bertlib.finetuning.run import new_head_expected
 from bertlib.tokenizer import BertTokenizer
 from bertlib.training.distributed import (
     DataParallelTrainer,
