@@ -24,7 +24,7 @@ from bertlib.finetuning.examples import TextExample
 from bertlib.finetuning.metrics import best_span, f1_score
 from bertlib.finetuning.models import BertForSequenceClassification, classification_features
 from bertlib.runtime import autocast, best_device, resolve_precision, seed_everything
-from bertlib.training.trainer import Trainer, TrainingConfig
+from bertlib.training.trainer import StepSettings, Trainer, TrainingConfig
 
 __all__ = [
     "FineTuningRecipe",
@@ -39,37 +39,26 @@ __all__ = [
 ]
 
 
-@dataclass
-class FineTuningRecipe:
-    """How to fine-tune, every knob in one place. The defaults are the paper's (§4.1,
-    Appendix A.3: batch 32, 2-4 epochs, a rate from {5, 4, 3, 2}e-5, warm-up over the first
-    10%, AdamW with weight decay 0.01); small models want larger rates (1e-3 for bert-tiny).
+@dataclass(kw_only=True)
+class FineTuningRecipe(StepSettings):
+    """How to fine-tune, every knob in one place: the update's settings (`StepSettings`,
+    shared with pretraining's `TrainingConfig`) and a length in epochs. The defaults are the
+    paper's (§4.1, Appendix A.3: batch 32, 2-4 epochs, a rate from {5, 4, 3, 2}e-5, warm-up
+    over the first 10%, AdamW with weight decay 0.01); small models want larger rates (1e-3
+    for bert-tiny).
 
     epochs may be fractional; min_steps lifts a tiny training set to enough updates.
     precision: "auto" (bf16 on GPUs of compute capability 8.0 and up, fp16 with a loss
     scaler below, fp32 on a CPU), or "fp32", "bf16", "fp16". seed fixes the batch order,
     and, in fine_tune_classifier, the new head's initialisation. progress shows a bar."""
 
-    learning_rate: float = 5e-5
+    learning_rate: float = 5e-5  # the paper's largest fine-tuning rate, not pretraining's
     epochs: float = 3.0
-    batch_size: int = 32
     min_steps: int = 0
     warmup_share: float = 0.1
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    adam_betas: tuple[float, float] = (0.9, 0.999)
-    adam_eps: float = 1e-6
-    precision: str = "auto"
-    seed: int = 0
-    progress: bool = True  # a bar on long work; the book's many short runs turn it off
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.batch_size, int) and self.batch_size >= 1):
-            raise ConfigError(f"batch_size must be a whole number of at least 1, not "
-                              f"{self.batch_size!r}")
-        if not 0 < self.learning_rate < math.inf:  # NaN fails this too
-            raise ConfigError(f"learning_rate must be a positive number (the paper's are "
-                              f"2e-5 to 5e-5), not {self.learning_rate!r}")
+        super().__post_init__()
         if not self.epochs > 0:
             raise ConfigError(f"epochs must be positive, not {self.epochs!r}")
         if not 0 <= self.warmup_share < 1:
@@ -83,14 +72,9 @@ class FineTuningRecipe:
         batch_size = min(self.batch_size, examples)
         steps = max(self.min_steps, math.ceil(self.epochs * examples / batch_size))
         per_epoch = max(1, examples // batch_size)
-        return TrainingConfig(steps=steps, batch_size=batch_size,
-                              learning_rate=self.learning_rate,
-                              warmup_steps=int(self.warmup_share * steps),
-                              weight_decay=self.weight_decay, max_grad_norm=self.max_grad_norm,
-                              adam_betas=self.adam_betas, adam_eps=self.adam_eps,
-                              precision=self.precision,
-                              eval_every=per_epoch if evaluate_each_epoch else 0,
-                              seed=self.seed, progress=self.progress)
+        return TrainingConfig(**{**self.step_settings(), "batch_size": batch_size},
+                              steps=steps, warmup_steps=int(self.warmup_share * steps),
+                              eval_every=per_epoch if evaluate_each_epoch else 0)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -33,40 +33,62 @@ __all__ = [
 
 
 @dataclass
-class TrainingConfig:
-    """Everything a training run is told: its length and batch, AdamW's settings, the
-    precision, how often to evaluate, checkpoint and log, the seed of the data order, and
-    the loss above which the run is stopped as diverged."""
+class StepSettings:
+    """How each update is made, whatever decides how many there are: the batch, AdamW's
+    settings, clipping, the precision and the seed of the data order. Pretraining counts
+    its updates in steps (`TrainingConfig`), fine-tuning in epochs (`FineTuningRecipe`);
+    both are these settings plus their own, so neither restates the other's knobs.
+    Not in __all__: a user meets it only as the part both share."""
 
-    steps: int
     batch_size: int = 32
     learning_rate: float = 1e-4
-    warmup_steps: int = 0
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     adam_betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-6
-    accumulation: int = 1
     precision: str = "auto"
+    seed: int = 0
+    progress: bool = True  # a bar on long work; the book's many short runs turn it off
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.batch_size, int) and self.batch_size >= 1):
+            raise ConfigError(f"batch_size must be a whole number of at least 1, not "
+                              f"{self.batch_size!r}")
+        if not 0 < self.learning_rate < math.inf:  # NaN fails this too
+            raise ConfigError(f"learning_rate must be a positive number (BERT pretrains at "
+                              f"1e-4 and fine-tunes at 2e-5 to 5e-5), not "
+                              f"{self.learning_rate!r}")
+
+    def step_settings(self) -> dict:
+        """The shared settings by name, to hand from one kind of run to the other."""
+        return {f.name: getattr(self, f.name) for f in fields(StepSettings)}
+
+
+@dataclass(kw_only=True)
+class TrainingConfig(StepSettings):
+    """Everything a training run is told: its length in steps, the update's settings
+    (`StepSettings`: batch, AdamW, clipping, precision, seed), warm-up, accumulation, how
+    often to evaluate, checkpoint and log, and the loss above which the run is stopped as
+    diverged."""
+
+    steps: int
+    warmup_steps: int = 0
+    accumulation: int = 1
     eval_every: int = 0
     checkpoint_every: int = 0
     log_every: int = 10
-    seed: int = 0
     max_loss: float = 50.0
-    progress: bool = True
     loader_workers: int | None = None  # None: default_loader_workers(device)
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "accumulation", "log_every"):
+        super().__post_init__()
+        for name in ("steps", "accumulation", "log_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1")
         if self.loader_workers is not None and self.loader_workers < 0:
             raise ConfigError("loader_workers must be 0 (build batches in this process) or more")
         if self.warmup_steps >= self.steps:
             raise ConfigError("warmup_steps must be smaller than steps")
-        if not 0 < self.learning_rate < math.inf:  # NaN fails this too
-            raise ConfigError(f"learning_rate must be a positive number (BERT's is 1e-4), "
-                              f"not {self.learning_rate!r}")
         for name in ("eval_every", "checkpoint_every", "warmup_steps"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be 0 (never) or more, not {getattr(self, name)}")
