@@ -43,11 +43,12 @@ from bertlib.tokenizer import train_wordpiece
 
 # Shipped in the book package, so that chapter 08 draws the figure on Colab too.
 RESULTS = Path(__file__).parents[1] / "bertbook" / "resources" / "attention_structure.json"
-TINY = dict(model="bert-tiny", vocab=4000, seq=128, batch=32, learning_rate=2e-3,
+TINY = dict(model="bert-tiny", vocab_size=4000, max_seq_length=128, batch_size=32,
+            learning_rate=2e-3,
             eval_every=100, precision="fp32", checkpoints=False)
-RUNS = {"masked LM": dict(TINY, steps=1200, warmup=120, objective="mlm", mask_rate=0.4,
+RUNS = {"masked LM": dict(TINY, steps=1200, warmup_steps=120, objective="mlm", mask_probability=0.4,
                           dropout=0.0),
-        "left-to-right": dict(TINY, steps=600, warmup=60, objective="left-to-right")}
+        "left-to-right": dict(TINY, steps=600, warmup_steps=60, objective="left-to-right")}
 ROWS_MEASURED = 64
 
 
@@ -92,7 +93,7 @@ def measure_run(name: str, steps: int | None) -> dict:
     torch.set_num_threads(1)
     settings = dict(RUNS[name])
     if steps is not None:
-        settings.update(steps=steps, warmup=steps // 10, eval_every=max(1, steps // 4))
+        settings.update(steps=steps, warmup_steps=steps // 10, eval_every=max(1, steps // 4))
     every = settings["eval_every"]
     keep_at = tuple(range(every, settings["steps"] + 1, every))
     articles = bbc_news()
@@ -100,7 +101,7 @@ def measure_run(name: str, steps: int | None) -> dict:
                     if split_of(a.name) == part] for part in ("train", "dev")}
     causal = settings["objective"] == "left-to-right"
     with tempfile.TemporaryDirectory() as folder:
-        tokenizer = train_wordpiece(texts["train"], settings["vocab"])  # chapter 08's, shared
+        tokenizer = train_wordpiece(texts["train"], settings["vocab_size"])  # chapter 08's, shared
         run = pretrain(texts["train"], run_for(settings, progress=False), folder, texts["dev"],
                        tokenizer, keep_at=keep_at, device=torch.device("cpu"))
         batch = {"input_ids": held_out_text(run.held_out_batches)[:ROWS_MEASURED]}

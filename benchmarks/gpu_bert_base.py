@@ -29,7 +29,7 @@ from bertlib.core.config import BertConfig
 from bertlib.pretraining.models import BertForPreTraining
 from bertlib.runtime import resolve_precision
 
-SEQ = 128
+MAX_SEQ_LENGTH = 128
 SDPA_KERNELS = {  # profiler operator names -> the kernel's usual name
     "_scaled_dot_product_flash_attention": "flash",
     "_scaled_dot_product_efficient_attention": "memory-efficient",
@@ -60,9 +60,9 @@ def unpadded(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--untimed-steps", type=int, default=5)
     parser.add_argument("--compile", action="store_true")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -76,9 +76,9 @@ def main() -> int:
     step_model = torch.compile(model) if args.compile else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     batch = unpadded({name: tensor.to(device) for name, tensor
-                      in masked_batch(args.batch, SEQ, config.vocab_size).items()})
+                      in masked_batch(args.batch_size, MAX_SEQ_LENGTH, config.vocab_size).items()})
     step = training_step(step_model, batch, precision, optimizer=optimizer)
-    for _ in range(args.warmup):
+    for _ in range(args.untimed_steps):
         step()
     kernels = attention_kernels(step)
     torch.cuda.reset_peak_memory_stats()
@@ -87,14 +87,15 @@ def main() -> int:
         started = time.perf_counter()
         step()  # returns the loss as a float, so it waits for the GPU
         seconds.append(time.perf_counter() - started)
-    tokens_per_second = args.batch * SEQ / statistics.median(seconds)
+    tokens_per_second = args.batch_size * MAX_SEQ_LENGTH / statistics.median(seconds)
     predicted = float((batch["labels"] != IGNORE_INDEX).float().mean())
-    achieved = tokens_per_second * training_flops_per_token(config, SEQ, predicted)
+    achieved = tokens_per_second * training_flops_per_token(config, MAX_SEQ_LENGTH, predicted)
     peak = datasheet_peak_flops(device)
     result = {"gpu": torch.cuda.get_device_name(device), "torch": torch.__version__,
               "compute_capability": list(torch.cuda.get_device_capability(device)),
               "precision": precision, "attention_kernels": kernels,
-              "batch": args.batch, "seq": SEQ, "compile": args.compile,
+              "batch_size": args.batch_size, "max_seq_length": MAX_SEQ_LENGTH,
+              "compile": args.compile,
               "tokens_per_second": round(tokens_per_second),
               "achieved_tflops": round(achieved / 1e12, 1),
               "datasheet_tflops": None if peak is None else peak / 1e12,

@@ -31,10 +31,11 @@ from bertlib.pretraining.run import pretrain
 
 # Shipped in the book package, so that chapter 08 shows the table on Colab too.
 RESULTS = Path(__file__).parents[1] / "bertbook" / "resources" / "mlm_budget.json"
-BASE = dict(model="bert-tiny", vocab=4000, seq=128, batch=32, steps=1200, learning_rate=2e-3,
-            warmup=120, eval_every=100, precision="fp32", objective="mlm", checkpoints=False)
-RECIPES = {"BERT's recipe (15%, dropout 0.1)": {"mask_rate": 0.15, "dropout": 0.1},
-           "chapter 08's (40%, dropout off)": {"mask_rate": 0.4, "dropout": 0.0}}
+BASE = dict(model="bert-tiny", vocab_size=4000, max_seq_length=128, batch_size=32, steps=1200,
+            learning_rate=2e-3,
+            warmup_steps=120, eval_every=100, precision="fp32", objective="mlm", checkpoints=False)
+RECIPES = {"BERT's recipe (15%, dropout 0.1)": {"mask_probability": 0.15, "dropout": 0.1},
+           "chapter 08's (40%, dropout off)": {"mask_probability": 0.4, "dropout": 0.0}}
 BUDGETS = (300, 600)  # checkpoints kept on the way; the end of the run is the last budget
 RECIPE = FineTuningRecipe(epochs=10, batch_size=16, min_steps=50, precision="fp32")
 RATES = [3e-4, 1e-3, 3e-3]
@@ -43,7 +44,7 @@ PER_CLASS = 4
 
 def summary(result) -> dict:
     return {"scores": result.scores, "mean": result.mean, "sd": result.sd,
-            "rate": result.learning_rate}
+            "learning_rate": result.learning_rate}
 
 
 def run_recipe(name: str, steps: int | None) -> dict:
@@ -51,7 +52,7 @@ def run_recipe(name: str, steps: int | None) -> dict:
     torch.set_num_threads(1)
     settings, budgets = {**BASE, **RECIPES[name]}, BUDGETS
     if steps is not None:
-        settings.update(steps=steps, warmup=steps // 10, eval_every=max(1, steps // 4))
+        settings.update(steps=steps, warmup_steps=steps // 10, eval_every=max(1, steps // 4))
         budgets = (settings["eval_every"],)
     articles = bbc_news()
     texts = {part: [a.text for a in articles

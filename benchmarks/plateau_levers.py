@@ -30,20 +30,21 @@ from bertlib.pretraining.run import pretrain
 
 # Shipped in the book package, so that the chapter shows the table on Colab too.
 RESULTS = Path(__file__).parents[1] / "bertbook" / "resources" / "plateau_levers.json"
-BERT = dict(model="bert-tiny", vocab=4000, seq=128, batch=32, steps=1200, learning_rate=2e-3,
-            warmup=120, mask_rate=0.15, dropout=0.1, eval_every=100, precision="fp32",
+BERT = dict(model="bert-tiny", vocab_size=4000, max_seq_length=128, batch_size=32, steps=1200,
+            learning_rate=2e-3,
+            warmup_steps=120, mask_probability=0.15, dropout=0.1, eval_every=100, precision="fp32",
             objective="mlm", checkpoints=False)
 LEVERS = {  # name: (changes to BERT's recipe, pretrain on general text instead of the task's)
     "BERT's recipe": ({}, False),
-    "mask 40%": ({"mask_rate": 0.4}, False),
+    "mask 40%": ({"mask_probability": 0.4}, False),
     "dropout off": ({"dropout": 0.0}, False),
-    "mask 40% + dropout off": ({"mask_rate": 0.4, "dropout": 0.0}, False),
-    "rows of 64 (batch 64)": ({"seq": 64, "batch": 64}, False),
-    "vocabulary 2,000": ({"vocab": 2000}, False),
+    "mask 40% + dropout off": ({"mask_probability": 0.4, "dropout": 0.0}, False),
+    "rows of 64 (batch 64)": ({"max_seq_length": 64, "batch_size": 64}, False),
+    "vocabulary 2,000": ({"vocab_size": 2000}, False),
     "learning rate 5e-3": ({"learning_rate": 5e-3}, False),
     "Wikipedia, not the task's text": ({}, True),
     "left-to-right (for reference)": ({"objective": "left-to-right", "steps": 600,
-                                       "warmup": 60}, False),
+                                       "warmup_steps": 60}, False),
 }
 
 
@@ -75,7 +76,7 @@ def run_lever(name: str, steps: int | None) -> dict:
     changes, general = LEVERS[name]
     settings = {**BERT, **changes}
     if steps is not None:
-        settings.update(steps=steps, warmup=steps // 10, eval_every=max(1, steps // 4))
+        settings.update(steps=steps, warmup_steps=steps // 10, eval_every=max(1, steps // 4))
     texts = article_texts()
     train = general_text(sum(len(t.split()) for t in texts["train"])) if general else texts["train"]
     with tempfile.TemporaryDirectory() as folder:

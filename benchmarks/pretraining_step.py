@@ -46,8 +46,8 @@ class Case:
 
     name: str
     preset: str  # a size of bertlib.core.config.PRESETS
-    batch: int
-    seq: int
+    batch_size: int
+    max_seq_length: int
     precision: str  # "fp32" or "bf16"
     repeats: int
 
@@ -60,8 +60,8 @@ def cases(quick: bool) -> list[Case]:
     BERT-base."""
     if quick:
         return [Case("tiny", "bert-tiny", 8, 64, "fp32", 3)]
-    return [Case(name, preset, batch, 128, precision, repeats)
-            for name, preset, batch, repeats in [("small", "bert-mini", 32, 7),
+    return [Case(name, preset, batch_size, 128, precision, repeats)
+            for name, preset, batch_size, repeats in [("small", "bert-mini", 32, 7),
                                                  ("base", "bert-base", 8, 3)]
             for precision in ("fp32", "bf16")]
 
@@ -91,23 +91,24 @@ def check_same_function(ours: torch.nn.Module, theirs: torch.nn.Module,
         raise RuntimeError(f"bertlib and transformers disagree on the loss: {losses}")
 
 
-def masked_batch(batch: int, seq: int, vocab_size: int) -> dict[str, torch.Tensor]:
+def masked_batch(batch_size: int, max_seq_length: int, vocab_size: int) -> dict[str, torch.Tensor]:
     """Random tokens (the arithmetic does not depend on which) with 15% of positions to
     predict, two segments, and next-sentence labels; the same for every call."""
     generator = torch.Generator().manual_seed(1)
-    ids = torch.randint(1000, vocab_size, (batch, seq), generator=generator)
-    chosen = torch.rand(batch, seq, generator=generator) < MASKED_FRACTION
+    ids = torch.randint(1000, vocab_size, (batch_size, max_seq_length), generator=generator)
+    chosen = torch.rand(batch_size, max_seq_length, generator=generator) < MASKED_FRACTION
     labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
     return {"input_ids": ids.masked_fill(chosen, MASK_ID), "attention_mask": torch.ones_like(ids),
-            "token_type_ids": (torch.arange(seq) >= seq // 2).long().expand_as(ids),
+            "token_type_ids": (torch.arange(max_seq_length) >= max_seq_length // 2).long()
+            .expand_as(ids),
             "labels": labels,
-            "next_sentence_label": torch.randint(0, 2, (batch,), generator=generator)}
+            "next_sentence_label": torch.randint(0, 2, (batch_size,), generator=generator)}
 
 
 def time_both(case: Case) -> dict[str, list[float]]:
     """Seconds per training step of each library, the runs interleaved."""
     config = case.config()
-    batch = masked_batch(case.batch, case.seq, config.vocab_size)
+    batch = masked_batch(case.batch_size, case.max_seq_length, config.vocab_size)
     steps = {library: training_step(build(library, config), batch, case.precision)
              for library in LIBRARIES}
     return interleaved_timings(steps, case.repeats)
@@ -120,7 +121,7 @@ def peak_growth_mib(library: str, case: Case) -> float:
         raise RuntimeError("peak memory is measured from /proc and glibc: Linux only")
     config = case.config()
     step = training_step(build(library, config),
-                         masked_batch(case.batch, case.seq, config.vocab_size),
+                         masked_batch(case.batch_size, case.max_seq_length, config.vocab_size),
                          case.precision)
     step()
     return peak_memory_mib(step, torch.device("cpu"))
@@ -137,10 +138,10 @@ def measure_memory(library: str, case: Case, threads: int) -> float:
 
 
 def summarise(case: Case, seconds: dict[str, list[float]], memory: dict[str, float]) -> dict:
-    tokens = case.batch * case.seq
+    tokens = case.batch_size * case.max_seq_length
     median = medians(seconds)
-    return {"case": case.name, "precision": case.precision, "batch": case.batch,
-            "seq": case.seq, "repeats": case.repeats,
+    return {"case": case.name, "precision": case.precision, "batch_size": case.batch_size,
+            "max_seq_length": case.max_seq_length, "repeats": case.repeats,
             "bertlib_tok_s": tokens / median["bertlib"],
             "transformers_tok_s": tokens / median["transformers"],
             "speedup": median["transformers"] / median["bertlib"],
@@ -154,7 +155,8 @@ def markdown(rows: list[dict], threads: int) -> str:
              "speed-up | bertlib peak MiB | transformers peak MiB |",
              "|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['case']} | {row['precision']} | {row['batch']} x {row['seq']} | "
+        shape = f"{row['batch_size']} x {row['max_seq_length']}"
+        lines.append(f"| {row['case']} | {row['precision']} | {shape} | "
                      f"{row['bertlib_tok_s']:,.0f} | {row['transformers_tok_s']:,.0f} | "
                      f"{row['speedup']:.2f}x | {row['bertlib_mib']:,.0f} | "
                      f"{row['transformers_mib']:,.0f} |")

@@ -126,7 +126,7 @@ def measure(run, batch: dict[str, torch.Tensor], repeats: int, blocks: int = 3) 
         if difference > 1e-3:
             raise SystemExit(f"{name} differs from eager by {difference:.2e}: not timing it")
     steps = {name: (lambda name=name: run[name](batch)) for name in RUNTIMES}
-    timed = [interleaved_timings(steps, repeats=repeats, warmup=2) for _ in range(blocks)]
+    timed = [interleaved_timings(steps, repeats=repeats, warmup_calls=2) for _ in range(blocks)]
     seconds = medians({name: [t for block in timed for t in block[name]] for name in RUNTIMES})
     ratios = [{name: block["eager"] / block[name] for name in RUNTIMES}
               for block in map(medians, timed)]

@@ -48,17 +48,17 @@ class Work:
     flops: float
 
 
-def training_work(what: str, config: BertConfig, tokens: float, seq_len: int,
+def training_work(what: str, config: BertConfig, tokens: float, max_seq_length: int,
                   predicted_share: float = 0.15) -> Work:
     """Training on `tokens` tokens: forward and backward, about three forward passes.
     predicted_share: the share of positions an output layer over the vocabulary scores
     (0.15 for a masked LM; 1.0 for a left-to-right one or a tagger)."""
-    return Work(what, tokens * training_flops_per_token(config, seq_len, predicted_share))
+    return Work(what, tokens * training_flops_per_token(config, max_seq_length, predicted_share))
 
 
-def inference_work(what: str, config: BertConfig, tokens: float, seq_len: int) -> Work:
+def inference_work(what: str, config: BertConfig, tokens: float, max_seq_length: int) -> Work:
     """A forward pass over `tokens` tokens, with no output layer over the vocabulary."""
-    return Work(what, tokens * forward_flops_per_token(config, seq_len, predicted_share=0.0))
+    return Work(what, tokens * forward_flops_per_token(config, max_seq_length, predicted_share=0.0))
 
 
 def pretraining_work(settings: dict, what: str = "pretraining",
@@ -66,12 +66,12 @@ def pretraining_work(settings: dict, what: str = "pretraining",
     """A run of bertbook.pretrain with `settings` (a size of its SIZES): steps x batch x seq
     tokens through the preset model, its output layer scoring `predicted_share` of them
     (a masked LM's 15%; all of them for a left-to-right model)."""
-    config = BertConfig.preset(settings["model"], vocab_size=settings["vocab"],
-                               max_position_embeddings=settings["seq"])
-    tokens = settings["steps"] * settings["batch"] * settings["seq"]
+    config = BertConfig.preset(settings["model"], vocab_size=settings["vocab_size"],
+                               max_position_embeddings=settings["max_seq_length"])
+    tokens = settings["steps"] * settings["batch_size"] * settings["max_seq_length"]
     return training_work(f"{what}: {settings['model']}, {settings['steps']:,} steps of "
-                         f"{settings['batch']} x {settings['seq']}", config, tokens,
-                         settings["seq"], predicted_share)
+                         f"{settings['batch_size']} x {settings['max_seq_length']}", config, tokens,
+                         settings["max_seq_length"], predicted_share)
 
 
 def fine_tuning_work(what: str, config: BertConfig, examples_seen: float,

@@ -212,7 +212,7 @@ def check_causal_mask(causal_mask: Callable[[int], Any]) -> None:
     mask = _call(causal_mask, Case((3,), None, ""))
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         raise CheckFailed(f"causal_mask(3) should be a torch.bool tensor, got {mask!r}. "
-                          "Hint: torch.ones(seq, seq, dtype=torch.bool) is a start")
+                          "Hint: torch.ones(length, length, dtype=torch.bool) is a start")
     if mask.shape != (3, 3):
         raise CheckFailed(f"causal_mask(3) has shape {tuple(mask.shape)}; expected (3, 3)")
     expected = [[True, False, False], [True, True, False], [True, True, True]]
@@ -220,8 +220,8 @@ def check_causal_mask(causal_mask: Callable[[int], Any]) -> None:
         raise CheckFailed(f"causal_mask(3) is {mask.tolist()}; expected {expected}. Hint: row "
                           "i is the position attending; it may see columns 0..i (itself "
                           "included). Look up Tensor.tril")
-    def allowed_pairs(seq: int) -> int:
-        return int(causal_mask(seq).sum())
+    def allowed_pairs(length: int) -> int:
+        return int(causal_mask(length).sum())
 
     check_cases(allowed_pairs, [
         Case((1,), 1, "a single position may attend to itself"),
@@ -232,9 +232,9 @@ def check_causal_mask(causal_mask: Callable[[int], Any]) -> None:
 def check_attention_flops(attention_flops: Callable[[int, int], int]) -> None:
     """Exercise 03.2: FLOPs of QKᵀ and weights·V for one sequence."""
     check_cases(attention_flops, [
-        Case((1, 1), 4, "two products, each one multiply-add (2 FLOPs) for seq=hidden=1"),
-        Case((2, 1), 16, "QKᵀ is (seq×hidden)·(hidden×seq): seq·seq·hidden multiply-adds"),
-        Case((4, 8), 512, "2 products × 2 FLOPs per multiply-add × seq² × hidden"),
+        Case((1, 1), 4, "two products, each one multiply-add (2 FLOPs) for length = hidden = 1"),
+        Case((2, 1), 16, "QKᵀ is (length×hidden)·(hidden×length): length²·hidden multiply-adds"),
+        Case((4, 8), 512, "2 products × 2 FLOPs per multiply-add × length² × hidden"),
     ])
 
 

@@ -140,9 +140,9 @@ def compare_start(start: Start, splits: dict[str, list[TextExample]], per_class:
     device = device or torch.device("cpu")
     num_labels = 1 + max(e.label for e in splits["train"])
 
-    def run(rate: float, draw: int, seed: int, scored: str) -> float:
+    def run(learning_rate: float, draw: int, seed: int, scored: str) -> float:
         chosen = label_draw(splits["train"], per_class, draw)
-        tuned = FineTuningRecipe(**{**vars(recipe), "learning_rate": rate, "seed": seed})
+        tuned = FineTuningRecipe(**{**vars(recipe), "learning_rate": learning_rate, "seed": seed})
         return fine_tuned_accuracy(start, chosen, splits[scored], tuned, num_labels,
                                    max_length, device)
 

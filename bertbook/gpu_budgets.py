@@ -45,7 +45,7 @@ def _few_labels_examples(size: dict, rates: tuple) -> float:
 
 def what_pretraining_buys_work(size: dict) -> list[Work]:
     """Chapter 08: two pretrainings, then every fine-tuning run of its comparisons."""
-    small = BertConfig.preset(size["mlm"]["model"], vocab_size=size["mlm"]["vocab"])
+    small = BertConfig.preset(size["mlm"]["model"], vocab_size=size["mlm"]["vocab_size"])
     minilm = BertConfig.from_json(minilm_dir())
     length = size["max_length"]
 
@@ -61,7 +61,7 @@ def what_pretraining_buys_work(size: dict) -> list[Work]:
 
     return [
         pretraining_work(size["mlm"], "pretraining, masked LM",
-                         predicted_share=size["mlm"]["mask_rate"]),
+                         predicted_share=size["mlm"]["mask_probability"]),
         pretraining_work(size["ltr"], "pretraining, left-to-right", predicted_share=1.0),
         fine_tuning_work("topics: scratch, masked LM, left-to-right, chapter 06's", small,
                          4 * comparison(len(size["rates"])), length),
@@ -81,7 +81,10 @@ def one_device_work(size: dict) -> list[Work]:
     config = BertConfig.preset(size["model"], vocab_size=30522)
     steps = 2 * 4 * 2 * (size["repeats"] + 2)
     passes = 2 * (max(1, size["repeats"] - 2) + 1)  # two layouts, with a warm-up each
-    return [training_work(f"{steps} timed steps of {size['batch']} x {size['seq']}", config,
-                          steps * size["batch"] * size["seq"], size["seq"]),
+    shape = f"{size['batch_size']} x {size['max_seq_length']}"
+    return [training_work(f"{steps} timed steps of {shape}", config,
+                          steps * size["batch_size"] * size["max_seq_length"],
+                          size["max_seq_length"]),
             training_work(f"packing: {passes} passes over {size['documents']:,} documents",
-                          config, passes * size["documents"] * size["seq"], size["seq"])]
+                          config, passes * size["documents"] * size["max_seq_length"],
+                          size["max_seq_length"])]

@@ -32,12 +32,12 @@ __all__ = [
 
 
 def interleaved_timings(steps: dict[str, Callable[[], object]], repeats: int,
-                        warmup: int = 1) -> dict[str, list[float]]:
-    """Seconds per call of each step. Every step runs `warmup` times first; then the steps
+                        warmup_calls: int = 1) -> dict[str, list[float]]:
+    """Seconds per call of each step. Every step runs `warmup_calls` times first; then the steps
     take turns, in reversed order every other round. A step must finish its work before
     returning (on a GPU, reading the loss with float() waits for it)."""
     for step in steps.values():
-        for _ in range(warmup):
+        for _ in range(warmup_calls):
             step()
     seconds: dict[str, list[float]] = {name: [] for name in steps}
     names = list(steps)
@@ -122,22 +122,22 @@ def training_step(model: torch.nn.Module, batch: dict[str, torch.Tensor],
     return step
 
 
-def forward_flops_per_token(config: BertConfig, seq_len: int,
+def forward_flops_per_token(config: BertConfig, max_seq_length: int,
                             predicted_share: float = 0.15) -> float:
     """FLOPs of one token's forward pass through BertForMaskedLM whose head scores
     `predicted_share` of positions (1.0 for a dense head). Embedding lookups, LayerNorm and
     softmax are left out: they are a small share and no matrix product."""
     h, inner, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     dense = layers * (4 * h * h + 2 * h * inner)
-    attention = layers * 2 * seq_len * h
+    attention = layers * 2 * max_seq_length * h
     head = predicted_share * (h * h + h * config.vocab_size)
     return 2 * (dense + attention + head)
 
 
-def training_flops_per_token(config: BertConfig, seq_len: int,
+def training_flops_per_token(config: BertConfig, max_seq_length: int,
                              predicted_share: float = 0.15) -> float:
     """Forward + backward ≈ 3 forward passes."""
-    return 3 * forward_flops_per_token(config, seq_len, predicted_share)
+    return 3 * forward_flops_per_token(config, max_seq_length, predicted_share)
 
 
 DATASHEET_TFLOPS = {  # dense bf16 / fp16 tensor-core peaks from NVIDIA's datasheets

@@ -26,7 +26,7 @@ __all__ = ["SIZE_NAMES", "SIZE_ENV_VAR", "STEPS_ENV_VAR", "SCALED_KEYS", "SIZE_H
 SIZE_NAMES = ("smoke", "cpu", "gpu")
 SIZE_ENV_VAR = "BERT_BOOK_SIZE"
 STEPS_ENV_VAR = "BERT_BOOK_STEPS"
-SCALED_KEYS = ("steps", "warmup", "eval_every", "epochs", "min_steps")
+SCALED_KEYS = ("steps", "warmup_steps", "eval_every", "epochs", "min_steps")
 SIZE_HELP = {
     "smoke": "seconds per chapter; what CI and the notebook tests run",
     "cpu": "a laptop CPU, each chapter in minutes; what the committed outputs show",
@@ -107,8 +107,8 @@ def scaled(settings: Mapping[str, Any], scale: float) -> dict[str, Any]:
             continue
         counted = isinstance(value, int) and key != "epochs"  # epochs may be fractional
         result[key] = max(1, round(value * scale)) if counted else value * scale
-    if isinstance(result.get("warmup"), int) and isinstance(result.get("steps"), int):
-        result["warmup"] = min(result["warmup"], result["steps"] - 1)
+    if isinstance(result.get("warmup_steps"), int) and isinstance(result.get("steps"), int):
+        result["warmup_steps"] = min(result["warmup_steps"], result["steps"] - 1)
     return result
 
 

@@ -79,13 +79,13 @@ from bertbook.sizes import pick_size
 from bertlib.runtime import best_device, seed_everything
 
 SIZES = {
-    "smoke": dict(corpus="wikipedia", articles=30, vocab=2000, dim=64, hidden=64, epochs=1.0,
-                  batch=256, assert_claims=True),
-    "cpu": dict(corpus="wikipedia", articles=None, vocab=5000, dim=64, hidden=128, epochs=2.0,
-                batch=256, assert_claims=True),
+    "smoke": dict(corpus="wikipedia", articles=30, vocab_size=2000, dim=64, hidden=64, epochs=1.0,
+                  batch_size=256, assert_claims=True),
+    "cpu": dict(corpus="wikipedia", articles=None, vocab_size=5000, dim=64, hidden=128, epochs=2.0,
+                batch_size=256, assert_claims=True),
     # No run at the gpu size has been seen yet: its claims are printed, not asserted.
-    "gpu": dict(corpus="wikitext-103", articles=3000, vocab=20000, dim=128, hidden=512,
-                epochs=2.0, batch=1024, assert_claims=False),
+    "gpu": dict(corpus="wikitext-103", articles=3000, vocab_size=20000, dim=128, hidden=512,
+                epochs=2.0, batch_size=1024, assert_claims=False),
 }
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
@@ -100,7 +100,7 @@ def gpu_work(size: dict) -> list[Work]:
     products, the window's embeddings to the hidden layer and the hidden layer to the
     vocabulary. The glued model trains only its new output layer on two readers' features."""
     examples = size["epochs"] * 0.9 * size["articles"] * WIKITEXT_TOKENS_PER_ARTICLE
-    dim, hidden, vocab = size["dim"], size["hidden"], size["vocab"]
+    dim, hidden, vocab = size["dim"], size["hidden"], size["vocab_size"]
     work = [Work(f"{name} reader, {width} words", 6 * (width * dim * hidden + hidden * vocab)
                  * examples)
             for name, width in [("left", 4), ("right", 4), ("both", 4), ("cheating", 5),
@@ -456,7 +456,7 @@ counts: dict[str, int] = {}
 for article in train_articles:
     for word in simple_words(article.text):
         counts[word] = counts.get(word, 0) + 1
-vocab += sorted(counts, key=lambda w: (-counts[w], w))[: S["vocab"] - len(vocab)]
+vocab += sorted(counts, key=lambda w: (-counts[w], w))[: S["vocab_size"] - len(vocab)]
 word_id = {word: i for i, word in enumerate(vocab)}
 
 
@@ -530,12 +530,13 @@ def count_parameters(model: nn.Module) -> int:
 
 # %%
 def train(model: nn.Module, contexts: torch.Tensor, targets: torch.Tensor, epochs: float,
-          batch_size: int = S["batch"], lr: float = 3e-3, seed: int = 0) -> list[float]:
+          batch_size: int = S["batch_size"], learning_rate: float = 3e-3,
+          seed: int = 0) -> list[float]:
     """Train in place; return the loss of every 50th step (for plotting)."""
     model.to(DEVICE).train()
     contexts, targets = contexts.to(DEVICE), targets.to(DEVICE)
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(trainable, lr=lr)
+    optimizer = torch.optim.Adam(trainable, lr=learning_rate)
     generator = torch.Generator().manual_seed(seed)  # the same batches for every reader
     losses = []
     steps = int(epochs * len(contexts) / batch_size)

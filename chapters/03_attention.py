@@ -53,9 +53,9 @@ from bertbook.sizes import pick_size
 from bertlib.runtime import best_device, seed_everything
 
 SIZES = {
-    "smoke": dict(seq=16, dim=32, timing_seq=128, timing_repeats=3),
-    "cpu": dict(seq=64, dim=64, timing_seq=512, timing_repeats=5),
-    "gpu": dict(seq=128, dim=64, timing_seq=2048, timing_repeats=10),
+    "smoke": dict(max_seq_length=16, dim=32, timing_length=128, timing_repeats=3),
+    "cpu": dict(max_seq_length=64, dim=64, timing_length=512, timing_repeats=5),
+    "gpu": dict(max_seq_length=128, dim=64, timing_length=2048, timing_repeats=10),
 }
 SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
@@ -149,14 +149,14 @@ def key_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
 
 # %%
 seed_everything(0)
-q, k, v = (torch.randn(S["seq"], S["dim"]) for _ in range(3))
+q, k, v = (torch.randn(S["max_seq_length"], S["dim"]) for _ in range(3))
 looped = attention_loops(q, k, v)
 from bertlib.core.attention import key_padding_mask, scaled_dot_product
 
 matrixed, weights = scaled_dot_product(q, k, v)
 print(f"largest difference, loops vs matrices: {(looped - matrixed).abs().max():.2e}")
 assert torch.allclose(looped, matrixed, atol=1e-5)
-assert torch.allclose(weights.sum(-1), torch.ones(S["seq"]))  # each row is a distribution
+assert torch.allclose(weights.sum(-1), torch.ones(S["max_seq_length"]))  # rows are distributions
 
 # %% [markdown]
 # ## Version 3: the fused kernel
@@ -166,9 +166,10 @@ assert torch.allclose(weights.sum(-1), torch.ones(S["seq"]))  # each row is a di
 # a boolean mask, `True` again means "may attend":
 
 # %%
-batch_q, batch_k, batch_v = (torch.randn(2, 4, S["seq"], S["dim"] // 4) for _ in range(3))
-padding = torch.ones(2, S["seq"], dtype=torch.long)
-padding[1, S["seq"] // 2:] = 0  # the second sequence is half padding
+batch_q, batch_k, batch_v = (torch.randn(2, 4, S["max_seq_length"], S["dim"] // 4)
+                             for _ in range(3))
+padding = torch.ones(2, S["max_seq_length"], dtype=torch.long)
+padding[1, S["max_seq_length"] // 2:] = 0  # the second sequence is half padding
 mask = key_padding_mask(padding)
 explicit, _ = scaled_dot_product(batch_q, batch_k, batch_v, mask)
 fused = F.scaled_dot_product_attention(batch_q, batch_k, batch_v, attn_mask=mask)
@@ -191,11 +192,11 @@ def median_seconds(function, repeats: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
-big = [torch.randn(8, 12, S["timing_seq"], 64, device=DEVICE) for _ in range(3)]
+big = [torch.randn(8, 12, S["timing_length"], 64, device=DEVICE) for _ in range(3)]
 with torch.no_grad():
     explicit_s = median_seconds(lambda: scaled_dot_product(*big), S["timing_repeats"])
     fused_s = median_seconds(lambda: F.scaled_dot_product_attention(*big), S["timing_repeats"])
-print(f"batch 8, 12 heads, length {S['timing_seq']}: explicit {explicit_s * 1e3:.1f} ms, "
+print(f"batch 8, 12 heads, length {S['timing_length']}: explicit {explicit_s * 1e3:.1f} ms, "
       f"fused {fused_s * 1e3:.1f} ms ({explicit_s / fused_s:.1f}x)")
 
 # %% [markdown]
@@ -328,10 +329,10 @@ from bertlib.core.config import BertConfig
 
 seed_everything(0)
 attention = BertSelfAttention(BertConfig(hidden_size=S["dim"], num_attention_heads=4)).eval()
-hidden = torch.randn(2, S["seq"], S["dim"])
+hidden = torch.randn(2, S["max_seq_length"], S["dim"])
 fused_out, none = attention(hidden, mask)
 explicit_out, head_weights = attention(hidden, mask, output_attentions=True)
-assert none is None and head_weights.shape == (2, 4, S["seq"], S["seq"])
+assert none is None and head_weights.shape == (2, 4, S["max_seq_length"], S["max_seq_length"])
 assert torch.allclose(fused_out, explicit_out, atol=1e-5)
 print("fused and explicit multi-head attention agree; weights:", tuple(head_weights.shape))
 
@@ -441,15 +442,15 @@ head_view((layer0,), tokens, sentence_b_start=tokens.index("[SEP]") + 1)
 # ## Exercises
 #
 # **Exercise 3.1 — a causal mask.** A left-to-right model (chapter 01's "left" reader, or
-# GPT) lets position *i* attend only to positions *j ≤ i*. Write `causal_mask(seq)`: a
+# GPT) lets position *i* attend only to positions *j ≤ i*. Write `causal_mask(length)`: a
 # boolean `(seq, seq)` tensor, `True` where attending is allowed. Then pass it to
 # `scaled_dot_product` and check that changing a *later* token does not change an earlier
 # output.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_1_answer", "locked": false, "schema_version": 3, "solution": true}
-def causal_mask(seq: int) -> torch.Tensor:
+def causal_mask(length: int) -> torch.Tensor:
     ### BEGIN SOLUTION
-    return torch.ones(seq, seq, dtype=torch.bool).tril()
+    return torch.ones(length, length, dtype=torch.bool).tril()
     ### END SOLUTION
 
 
@@ -464,15 +465,15 @@ assert got.tolist() == [[True, False, False], [True, True, False], [True, True, 
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_2_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 3.2 — count the cost.** Write `attention_flops(seq, hidden)`: the multiply-adds
+# **Exercise 3.2 — count the cost.** Write `attention_flops(length, hidden)`: the multiply-adds
 # ×2 (FLOPs) of the two matrix products inside attention for one sequence — scores
 # `Q Kᵀ` and the weighted sum `weights V` — over all heads together (the head split does not
 # change the total). Leave out the projections and the softmax.
 
 # %% nbgrader={"grade": false, "grade_id": "ex3_2_answer", "locked": false, "schema_version": 3, "solution": true}
-def attention_flops(seq: int, hidden: int) -> int:
+def attention_flops(length: int, hidden: int) -> int:
     ### BEGIN SOLUTION
-    return 2 * seq * seq * hidden * 2
+    return 2 * length * length * hidden * 2
     ### END SOLUTION
 
 
@@ -484,8 +485,8 @@ check_attention_flops(attention_flops)
 got = attention_flops(4, 8)
 assert type(got) is int and got == 512, got
 ### END HIDDEN TESTS
-for seq in (128, 512):
-    print(f"length {seq}: {attention_flops(seq, 768) / 1e9:.2f} GFLOP per layer")
+for length in (128, 512):
+    print(f"length {length}: {attention_flops(length, 768) / 1e9:.2f} GFLOP per layer")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_3_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 3.3 — a head that cannot see.** Suppose every key vector is the same. What does

@@ -54,16 +54,19 @@ from bertlib.runtime import seed_everything
 from bertlib.tokenizer import train_wordpiece
 
 SIZES = {
-    "smoke": dict(corpus="wikipedia", articles=20, vocab=2000, seq=64, stat_batches=40),
-    "cpu": dict(corpus="wikipedia", articles=None, vocab=8000, seq=128, stat_batches=200),
-    "gpu": dict(corpus="wikitext-103", articles=3000, vocab=30522, seq=128, stat_batches=400),
+    "smoke": dict(corpus="wikipedia", articles=20, vocab_size=2000, max_seq_length=64,
+                  stat_batches=40),
+    "cpu": dict(corpus="wikipedia", articles=None, vocab_size=8000, max_seq_length=128,
+                stat_batches=200),
+    "gpu": dict(corpus="wikitext-103", articles=3000, vocab_size=30522, max_seq_length=128,
+                stat_batches=400),
 }
 SIZE, S = pick_size(SIZES)
 print(f"size: {SIZE}  settings: {S}")
 seed_everything(0)
 articles = load_corpus(S["corpus"], S["articles"])
 train_articles, test_articles = split_articles(articles, held_out=0.1, seed=0)
-tokenizer = train_wordpiece([p for a in train_articles for p in a.paragraphs], S["vocab"])
+tokenizer = train_wordpiece([p for a in train_articles for p in a.paragraphs], S["vocab_size"])
 print(f"{len(train_articles)} training articles; vocabulary of {tokenizer.vocab_size:,} pieces")
 
 from bertbook.budget import budget_report
@@ -245,7 +248,7 @@ def masking_statistics(sequences, recipe, seed=0) -> dict[str, float]:
 
 
 all_paragraphs = [p for a in train_articles for p in a.paragraphs]
-sequences = [tokenizer.encode(p).ids[: S["seq"]] for p in all_paragraphs]
+sequences = [tokenizer.encode(p).ids[: S["max_seq_length"]] for p in all_paragraphs]
 sequences = sequences[: S["stat_batches"] * 32]
 stats = masking_statistics(sequences, MaskingRecipe(max_predictions=10**6))
 print({k: round(v, 4) if isinstance(v, float) else v for k, v in stats.items()})
@@ -495,13 +498,13 @@ def wordpiece_ids(text: str) -> list[int]:
 
 
 documents = sentence_documents([a.paragraphs for a in train_articles], wordpiece_ids)
-pairs = sentence_pairs(documents, max_seq_length=S["seq"], seed=0)
+pairs = sentence_pairs(documents, max_seq_length=S["max_seq_length"], seed=0)
 random_share = sum(p.is_random_next for p in pairs) / len(pairs)
 lengths = [len(p.tokens_a) + len(p.tokens_b) + 3 for p in pairs]
 print(f"{len(pairs):,} pairs from {len(documents)} documents; random B: {random_share:.1%}; "
-      f"full-length pairs: {sum(n == S['seq'] for n in lengths) / len(lengths):.0%}")
+      f"full-length pairs: {sum(n == S['max_seq_length'] for n in lengths) / len(lengths):.0%}")
 tolerance = 4 * 0.5 / len(pairs) ** 0.5  # four standard deviations of a fair coin's share
-assert abs(random_share - 0.5) < tolerance and max(lengths) <= S["seq"]
+assert abs(random_share - 0.5) < tolerance and max(lengths) <= S["max_seq_length"]
 
 # %%
 fig, ax = plt.subplots(figsize=(5.5, 3))

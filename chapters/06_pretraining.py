@@ -27,14 +27,11 @@
 # as long again. The `smoke` size takes about two.
 #
 # The `gpu` size follows the paper's recipe (Devlin et al., 2018, §3.1 and Appendix A.2):
-# the sum of the masked-LM and next-sentence losses; Adam with weight decay 0.01, a linear
-# warm-up then a linear decay of the learning rate; dropout 0.1; and (from its released
-# code) gradient clipping at norm 1. The laptop sizes change four of these, for reasons
-# measured in chapter 08 (see "Pretraining" below).
-#
-# The sizes of this chapter are also the presets of the command line that pretrains outside
-# the notebook (`python -m bertbook.pretrain --size cpu`), so they live in the book's package,
-# `bertbook`:
+# masked-LM plus next-sentence loss; AdamW with weight decay 0.01, linear warm-up then
+# decay; dropout 0.1; gradient clipping at norm 1 (from its released code). The laptop sizes
+# change four of these, for reasons measured in chapter 08 ("Pretraining" below). The sizes
+# are also the command line's presets (`python -m bertbook.pretrain --size cpu`), so they
+# live in the book's package, `bertbook`.
 #
 # What the `gpu` size costs, before anything runs: its arithmetic, and the minutes that
 # takes on Colab's T4 and on an A100 (`bertbook.budget` says how it is estimated). A
@@ -350,60 +347,40 @@ from bertlib.training.optimizer import warmup_then_linear_decay
 steps = list(range(S["steps"] + 1))
 fig, ax = plt.subplots(figsize=(5.5, 2.6))
 peak = S["learning_rate"]
-ax.plot(steps, [peak * warmup_then_linear_decay(s, S["warmup"], S["steps"]) for s in steps])
+ax.plot(steps, [peak * warmup_then_linear_decay(s, S["warmup_steps"], S["steps"]) for s in steps])
 ax.set_xlabel("step")
 ax.set_ylabel("learning rate")
-ax.set_title(f"Warm-up for {S['warmup']} steps, then linear decay")
+ax.set_title(f"Warm-up for {S['warmup_steps']} steps, then linear decay")
 plt.show()
 assert warmup_then_linear_decay(0, 10, 100) == 0 and warmup_then_linear_decay(10, 10, 100) == 1
 
 # %% [markdown]
 # ## Mixed precision
 #
-# Matrix products in **bfloat16** run several times faster on hardware with bf16 units
-# (recent GPUs, and CPUs with AVX-512 BF16); bf16 keeps float32's
-# exponent range, so no loss scaling is needed. Under `torch.autocast`, PyTorch picks bf16
-# for the products and keeps reductions such as softmax and the loss in float32. Where bf16
-# is not supported (older GPUs), float16 needs a **gradient scaler**: the loss is multiplied
-# before backward so small gradients do not underflow, and divided back before the step.
-#
-# The whole library follows one policy, `resolve_precision`: `"auto"` is bf16 on GPUs that
-# have bf16 tensor cores (compute capability 8.0 and up), fp16 with the scaler on older
-# ones (a T4 says it supports bf16, but only emulates it, slowly), and fp32 on a CPU. A run
-# that wants bf16 on a CPU asks for it by name, as chapter 07 does for MiniLM where
-# `cpu_has_fast_bf16()` says the CPU has oneDNN's bf16 products (AVX-512); without them bf16
-# runs tens of times slower than fp32, and the policy warns.
+# Under `torch.autocast`, matrix products run in **bfloat16** (several times faster where
+# the hardware has bf16 units) while softmax and the loss stay in float32; bf16 keeps
+# float32's exponent range, so no loss scaling is needed. float16, on GPUs without bf16,
+# needs a **gradient scaler**: the loss is multiplied before backward so small gradients do
+# not underflow, and divided back before the step. One policy, `resolve_precision`, decides
+# for the whole library: `"auto"` is bf16 on GPUs of compute capability 8.0 and up, fp16
+# with the scaler below (a T4 emulates bf16, slowly), fp32 on a CPU, where bf16 is fast only
+# with oneDNN's AVX-512 products (`cpu_has_fast_bf16()`; chapter 07 asks for it by name).
 
 # %% [markdown]
 # ## The trainer
 #
-# One optimiser step = `accumulation` micro-batches, each's loss divided by `accumulation`
-# and backpropagated; then clipping to norm 1, the AdamW step and the schedule step. The
-# gradient is the average of the micro-batches' mean losses: the whole batch's gradient
-# when each micro-batch masks as many tokens as the others (NSP's one label per pair always
-# does), close to it otherwise (chapter 10 weights by the masked tokens to make it exact).
-# Data are served in a seeded random order, epoch by epoch, and masked afresh by the
-# collator (dynamic masking).
-#
-# Two rules keep a GPU busy. Batches are built ahead by `DataLoader` worker processes (on a
-# GPU; on a CPU they would take cores from the model) and copied from pinned memory without
-# waiting. And the loop never reads a number back from the GPU except when it logs: reading
-# one makes the host wait until the GPU has finished everything queued. So each batch must be
-# a function of its *place* in the run alone — the epoch's order is seeded by (seed, epoch),
-# its masks by (seed, epoch, batch) — whichever process builds it, and whenever.
-#
-# A checkpoint holds *everything* the next step depends on — model, optimiser, schedule,
-# gradient scaler, the step (which fixes the place in the data), torch's random states, and
-# the history so far — and is written to a temporary file then renamed,
-# so a crash while saving never leaves a broken checkpoint. Resuming reloads it all; the
-# loss curve then continues exactly as if the run had never stopped. A loss that is NaN,
-# infinite or above `max_loss` stops training with a message; the last checkpoint, written
-# before things went wrong, is left untouched.
-#
-# All of this is machinery rather than idea: the precision policy, the seeded batches that
-# any process can build from their place in the run, and the `Trainer` with its
-# checkpoints and its loop. So it is written by hand in `bertlib/training/trainer.py`, with this
-# section as its map; the cells below use it through one function, `pretrain`.
+# One optimiser step: forward, the loss, `backward()`, clipping the gradient to norm 1,
+# the AdamW step and the schedule's step (written out below, where there is data to run it
+# on). Around that step, `bertlib/training/trainer.py` holds the machinery, by hand:
+# accumulation (one step over several micro-batches, each loss divided by their number),
+# the precision policy, and checkpoints that resume exactly. Each batch is a function of its
+# *place* in the run alone (the epoch's order seeded by (seed, epoch), its masks by
+# (seed, epoch, batch)), so worker processes can build batches ahead and a resumed run sees
+# what an unbroken one would have. A checkpoint holds everything the next step depends on
+# (model, optimiser, schedule, gradient scaler, step, random states, history), written to a
+# temporary file and renamed, so a crash while saving never breaks it. The loop reads a
+# number back from a GPU only when it logs (reading makes the host wait for the GPU), and a
+# loss that is NaN, infinite or above `max_loss` stops the run with a message.
 
 # %% [markdown]
 # ## Evaluation and the baselines to beat
@@ -454,36 +431,20 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
 # %% [markdown]
 # ## One road for every pretraining run
 #
-# A run is described whole by one dataclass, `PretrainingRun`: the model's preset, the
-# vocabulary's size, the sequence length, the objective, the masking recipe (with its rate:
-# chapter 08 finds it the lever that matters), the dropout, and the training settings of
-# the trainer above. One function, `pretrain`, takes documents and a run and does the rest:
-# learn a vocabulary, cut the text into examples, train, score the held-out text, and save
-# a folder that both bertlib and `transformers` load (`config.json`, `model.safetensors`,
-# `vocab.txt`, and `run.json`, the description it was trained from). This chapter, chapter
-# 08, the command line and `make gpu-check` all call it.
+# A run is described whole by one dataclass, `PretrainingRun`: the preset, the vocabulary's
+# size, the sequence length, the objective, the masking recipe, the dropout and the
+# trainer's settings. One function, `pretrain`, does the rest: learn a vocabulary, cut the
+# text into examples, train, score the held-out text, and save a folder that both bertlib
+# and `transformers` load (with `run.json`, what it was trained from). This chapter,
+# chapter 08, the command line and `make gpu-check` all call it. With next-sentence
+# prediction the examples are sentence pairs (chapter 05); without it, documents are packed
+# end to end into full rows with no padding, as RoBERTa does (Liu et al., 2019, §4.2).
 #
-# With next-sentence prediction the examples are sentence pairs (chapter 05); without it,
-# the documents are packed end to end into full rows with no padding, as RoBERTa does
-# (Liu et al., 2019, §4.2): every position of every row is text to learn from.
-#
-# Two things make a run safe to stop and resume. WordPiece training is not deterministic
-# from one process to the next, so the run keeps its vocabulary in its folder and a resumed
-# run reads it back (a new one would map hundreds of ids to other pieces, and the model
-# would go on learning nonsense without a word of warning). And the run writes what it was
-# asked for, with a fingerprint of its text, in `run.json`: a resumed run must ask for the
-# same, or it would continue on other text, another model or another schedule.
-#
-# Held-out text is masked once, with BERT's 15% and a fixed seed, whatever the run's own
-# rate, so that every evaluation of every run asks the same questions.
-#
-# The road is machinery (hashes, folders, resuming), so it is written by hand in
-# `bertlib/pretraining/run.py`, which also re-exports the models built above (they live in
-# `bertlib/pretraining/models.py`, generated from this chapter). The book's sizes are short
-# tables in `bertbook/pretrain`; `run_for` turns one into the run it describes (the masking
-# recipe predicts at most ⌈rate × length⌉ pieces a row, a cap the rate never reaches, as
-# the paper's 20 at length 128 and 15%), and `book_documents` reads the size's corpus,
-# split by article.
+# A run is safe to stop and resume: it keeps its vocabulary in its folder (WordPiece
+# training differs from one process to the next, and a new vocabulary would map hundreds of
+# ids to other pieces), and a resumed run must ask for what `run.json` recorded, text
+# included. The road is machinery, written by hand in `bertlib/pretraining/run.py`; the
+# book's sizes are short tables in `bertbook/pretrain`, which `run_for` turns into runs.
 
 # %% [markdown]
 # ## Pretraining
@@ -519,19 +480,71 @@ print(f"{len(train_documents):,} training documents "
 # runs/ch06-cpu, say: replaced by a re-run; in a persistent folder (Drive) kept, and resumed
 run_dir = run_folder(f"ch06-{SIZE}")
 resuming = has_checkpoint(run_dir)
-# The run's vocabulary, learned here so that the probes can be made before the run;
-# pretrain trains with it and keeps it in the run folder, where a resumed run reads it
-# back.
+# The run's vocabulary, learned now for the probes; pretrain keeps it in the run folder
 probe_tokenizer = (BertTokenizer.from_pretrained(run_dir / "vocabulary") if resuming else
-                   train_wordpiece([p for d in train_documents for p in d], S["vocab"]))
+                   train_wordpiece([p for d in train_documents for p in d], S["vocab_size"]))
 probes = [hide_a_word(split_sentences(document[0])[0], probe_tokenizer)
           for document in held_out_documents[:6]]  # Wikipedia's held-out articles come first
 probes = [p for p in probes if p is not None]
 RUN = run_for(S)  # the size's settings as a PretrainingRun
 seed_everything(0)
 untrained = RUN.model_class()(BertConfig.preset(
-    S["model"], vocab_size=probe_tokenizer.vocab_size, max_position_embeddings=S["seq"]))
+    S["model"], vocab_size=probe_tokenizer.vocab_size, max_position_embeddings=S["max_seq_length"]))
 before = [top_guesses(untrained, probe_tokenizer, batch) for batch, _ in probes]
+
+# %% [markdown]
+# ## The step, written out
+#
+# Everything the trainer does to the model in one step, with nothing around it:
+
+# %%
+def pretraining_step(model: nn.Module, batch: dict, optimizer: torch.optim.Optimizer,
+                     schedule: torch.optim.lr_scheduler.LRScheduler, max_grad_norm: float
+                     ) -> float:
+    """One update of every weight from one batch: the Trainer's step in fp32, without
+    accumulation or a loss scaler."""
+    model.train()  # dropout on
+    loss = model(**batch).loss  # forward: mean cross-entropy at the hidden pieces
+    loss.backward()  # each weight's gradient of that loss
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)  # one bad batch
+    optimizer.step()  # AdamW: a step per weight, scaled by its gradients' history
+    schedule.step()  # the next learning rate: warm-up, then linear decay
+    optimizer.zero_grad(set_to_none=True)  # gradients add up until cleared
+    return float(loss)
+
+
+# %% [markdown]
+# Five of those steps on a copy of the untrained model, on the batches the trainer serves
+# (its seeded order, masked by chapter 05's collator), against five steps of bertlib's
+# `Trainer` on another copy: the losses must be the same numbers.
+
+# %%
+import copy
+
+from bertlib.pretraining.masking import PretrainingCollator
+from bertlib.pretraining.run import packed_rows
+from bertlib.training.optimizer import parameter_groups
+from bertlib.training.trainer import SeededBatches, Trainer, TrainingConfig
+
+rows = packed_rows(probe_tokenizer, train_documents[:40], S["max_seq_length"])
+collator = PretrainingCollator(probe_tokenizer, RUN.masking, next_sentence=False)
+FIVE = TrainingConfig(**{**RUN.training.step_settings(), "precision": "fp32",
+                         "progress": False}, steps=5, warmup_steps=2, log_every=1)
+by_hand = copy.deepcopy(untrained)
+optimizer = torch.optim.AdamW(parameter_groups(by_hand, FIVE.weight_decay),
+                              lr=FIVE.learning_rate, betas=FIVE.adam_betas, eps=FIVE.adam_eps)
+schedule = torch.optim.lr_scheduler.LambdaLR(
+    optimizer, lambda step: warmup_then_linear_decay(step, FIVE.warmup_steps, FIVE.steps))
+batches = SeededBatches(rows, collator, FIVE.batch_size, FIVE.seed)
+seed_everything(0)  # dropout's draws, the same for both
+our_losses = [pretraining_step(by_hand, batches[i], optimizer, schedule, FIVE.max_grad_norm)
+              for i in range(FIVE.steps)]
+trainer = Trainer(copy.deepcopy(untrained), rows, collator, FIVE)
+seed_everything(0)
+library_losses = [record["loss"] for record in trainer.train().history]
+print("by hand:", [f"{loss:.5f}" for loss in our_losses])
+print("Trainer:", [f"{loss:.5f}" for loss in library_losses])
+assert max(abs(a - b) for a, b in zip(our_losses, library_losses)) < 1e-5
 
 # %% [markdown]
 # Now the run itself, at this size's settings. The progress bar shows the loss and the
@@ -552,11 +565,9 @@ print(f"{len(history)} steps, {tokens:,} tokens in {minutes:.1f} min "
 # %% [markdown]
 # ## Reading the run
 #
-# Three yardsticks that ignore the context entirely, computed on the same held-out
-# pieces: always guessing the most frequent piece; guessing each piece with its frequency
-# (the unigram guess); and the unigram's perplexity, the perplexity of a model that knows
-# how often each piece occurs and nothing else. What the model learned from context is
-# the distance below them.
+# Against the yardsticks that ignore the context, on the same held-out pieces (the most
+# frequent piece, the unigram guess and its perplexity): what the model learned from
+# context is the distance below them.
 
 # %%
 def yardstick_table(evaluation: dict, baselines: dict) -> str:
@@ -596,8 +607,7 @@ claim(accuracy > 1.75 * best_baseline and accuracy - best_baseline > 0.03,
       "context-free guess", ASSERT_CLAIMS)
 
 # %% [markdown]
-# Before and after, on held-out sentences, each shown as the dozen pieces either side of
-# its `[MASK]`:
+# Before and after, each held-out sentence shown as a dozen pieces either side of `[MASK]`:
 
 # %% tags=["nbval-ignore-output"]
 from bertbook.mask_probe import around_mask
@@ -609,19 +619,16 @@ for (batch, word), guesses_before in zip(probes, before):
           f"{top_guesses(trained, run.tokenizer, batch)}")
 
 # %% [markdown]
-# How to read this run. Its held-out perplexity lies far under the unigram's, so the
-# model has learned more than how often each piece occurs. But look at the guesses: the
-# commonest pieces of the corpus (`the`, `,`, `.`, `of`), sometimes reordered by what fits
-# the spot (a bracket near brackets), and almost never the hidden word. On this budget the
-# model guesses from frequency first and from its neighbourhood second; and its held-out
-# accuracy flattens after a few hundred steps. That flat stretch is the **plateau**;
-# chapter 08 measures why a masked LM sits on it (everything a hidden position learns must
-# come through attention, which forms late), and shows that a model on it is still a far
-# better start for fine-tuning than random weights, with this recipe. Chapter 08 fine-tunes
-# this very model: it finds it in this run's folder with `chapter_06_model`.
-#
-# The saved folder is a complete checkpoint in the `transformers` format: it loads there as
-# well, and every head of chapter 07 can start from it.
+# How to read this run. Its held-out perplexity lies far under the unigram's: the model
+# has learned more than how often each piece occurs. But its guesses are mostly the
+# commonest pieces (`the`, `,`, `.`), and its accuracy flattens after a few hundred steps:
+# the **plateau**, which chapter 08 explains. What the plateau leaves is measured later,
+# and it depends on the text. On the BBC topics, text this run read, the model starts
+# fine-tuning ahead of random weights (chapter 08); on chapter 07's film reviews and
+# headline pairs, text it never read, it buys nothing measurable at this budget. At this
+# size the run trains no next-sentence head, so chapter 07's pair task fine-tunes a `[CLS]`
+# vector that was never asked about pairs; the `gpu` size trains both heads, as the paper
+# did. The saved folder loads in `transformers` too:
 
 # %%
 from transformers import AutoModelForMaskedLM
@@ -666,20 +673,20 @@ assert not info["missing_keys"] and not info["unexpected_keys"]
 # ## Exercises
 #
 # **Exercise 6.1 — a cosine schedule.** Many later models keep the linear warm-up but decay
-# along a half cosine instead of a straight line. Write `cosine_lr_at(step, peak, warmup,
-# total)`: linear warm-up from 0 to `peak` over `warmup` steps, then
+# along a half cosine instead of a straight line. Write `cosine_lr_at(step, peak,
+# warmup_steps, steps)`: linear warm-up from 0 to `peak` over `warmup_steps` steps, then
 # `peak · ½(1 + cos(π · progress))` where progress runs from 0 at the end of the warm-up to
-# 1 at `total` (and stays 1 after it). Plot it beside the linear schedule above.
+# 1 at `steps` (and stays 1 after it). Plot it beside the linear schedule above.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_1_answer", "locked": false, "schema_version": 3, "solution": true}
 import math
 
 
-def cosine_lr_at(step: int, peak: float, warmup: int, total: int) -> float:
+def cosine_lr_at(step: int, peak: float, warmup_steps: int, steps: int) -> float:
     ### BEGIN SOLUTION
-    if step <= warmup:
-        return peak * step / max(1, warmup)
-    progress = min(1.0, (step - warmup) / (total - warmup))
+    if step <= warmup_steps:
+        return peak * step / max(1, warmup_steps)
+    progress = min(1.0, (step - warmup_steps) / (steps - warmup_steps))
     return peak * 0.5 * (1 + math.cos(math.pi * progress))
     ### END SOLUTION
 
@@ -720,7 +727,7 @@ n_decayed = sum(decays(name) for name, _ in untrained.named_parameters())
 print(f"{n_decayed} of {len(list(untrained.parameters()))} parameter tensors are decayed")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_3_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 6.3 — no warm-up.** Run `pretrain` at this size with `warmup` set to 1
+# **Exercise 6.3 — no warm-up.** Run `pretrain` at this size with `warmup_steps` set to 1
 # (`run_for` of a copy of `S` with that one change) and compare the loss curve of its
 # first few hundred steps with the one above. What happens, and why is a post-LN model like
 # BERT sensitive to it? What would you change to keep a large learning rate without
@@ -823,7 +830,7 @@ for name, folder in [("80/10/10 (this chapter's run)", run_dir / "model"),
                      ("all [MASK] (the twin)", twin_dir / "model")]:
     encoder = BertModel.from_pretrained(folder).to(DEVICE).eval()
     scores = [frozen_probe_accuracy(encoder, probe_tokenizer, label_draw(topics["train"], 4, draw),
-                                    topics["test"], S["seq"]) for draw in range(5)]
+                                    topics["test"], S["max_seq_length"]) for draw in range(5)]
     print(f"{name:30} frozen probe, 4 articles per desk: {statistics.mean(scores):.3f} "
           f"± {statistics.stdev(scores):.3f} (5 draws; chance 0.2)")
 

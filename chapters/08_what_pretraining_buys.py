@@ -65,19 +65,19 @@ from bertbook.claims import claim
 from bertbook.sizes import pick_size
 from bertlib.runtime import best_device
 
-TINY = dict(model="bert-tiny", vocab=4000, seq=128, batch=32, learning_rate=2e-3,
-            eval_every=100, precision="fp32", objective="mlm", checkpoints=False)
+TINY = dict(model="bert-tiny", vocab_size=4000, max_seq_length=128, batch_size=32,
+            learning_rate=2e-3, eval_every=100, precision="fp32", objective="mlm",
+            checkpoints=False)
+SMOKE_RUN = dict(TINY, vocab_size=1000, max_seq_length=64, batch_size=16, steps=20, warmup_steps=2,
+                 eval_every=10)
 SIZES = {
-    "smoke": dict(mlm=dict(TINY, vocab=1000, seq=64, batch=16, steps=20, warmup=2,
-                           eval_every=10, mask_rate=0.4, dropout=0.0),
-                  ltr=dict(TINY, vocab=1000, seq=64, batch=16, steps=20, warmup=2,
-                           eval_every=10, objective="left-to-right"),
-                  per_class=(2, 4), curve=(2, 4), draws=1, seeds=2, rates=(1e-3,),
-                  minilm_rates=(),
+    "smoke": dict(mlm=dict(SMOKE_RUN, mask_probability=0.4, dropout=0.0),
+                  ltr=dict(SMOKE_RUN, objective="left-to-right"),
+                  per_class=(2, 4), curve=(2, 4), draws=1, seeds=2, rates=(1e-3,), minilm_rates=(),
                   pair_rates=(1e-3,), pair_examples=20, pair_epochs=1, max_length=48,
                   test_cap=40, epochs=2, min_steps=4, assert_claims=False),
-    "cpu": dict(mlm=dict(TINY, steps=1200, warmup=120, mask_rate=0.4, dropout=0.0),
-                ltr=dict(TINY, steps=600, warmup=60, objective="left-to-right"),
+    "cpu": dict(mlm=dict(TINY, steps=1200, warmup_steps=120, mask_probability=0.4, dropout=0.0),
+                ltr=dict(TINY, steps=600, warmup_steps=60, objective="left-to-right"),
                 per_class=(4, 20), curve=(2, 4, 8, 20, 32), draws=3, seeds=2,
                 rates=(3e-4, 1e-3, 3e-3), minilm_rates=(), pair_rates=(1e-3, 3e-3),
                 pair_examples=400, pair_epochs=3,
@@ -85,11 +85,11 @@ SIZES = {
     # No run at the gpu size has been seen yet: its claims are printed, not asserted. The
     # BBC text is small (about 0.75M pieces), so 4,000 steps of 64 rows read it about 40
     # times: dropout stays on there, against overfitting.
-    "gpu": dict(mlm=dict(TINY, model="bert-mini", vocab=8000, batch=64, steps=4000,
-                         warmup=400, learning_rate=1e-3, eval_every=500, precision="auto",
-                         mask_rate=0.4, dropout=0.1),
-                ltr=dict(TINY, model="bert-mini", vocab=8000, batch=64, steps=2000,
-                         warmup=200, learning_rate=1e-3, eval_every=500, precision="auto",
+    "gpu": dict(mlm=dict(TINY, model="bert-mini", vocab_size=8000, batch_size=64, steps=4000,
+                         warmup_steps=400, learning_rate=1e-3, eval_every=500, precision="auto",
+                         mask_probability=0.4, dropout=0.1),
+                ltr=dict(TINY, model="bert-mini", vocab_size=8000, batch_size=64, steps=2000,
+                         warmup_steps=200, learning_rate=1e-3, eval_every=500, precision="auto",
                          objective="left-to-right"),
                 per_class=(4, 20), curve=(2, 4, 8, 16, 32, 64), draws=3, seeds=2,
                 rates=(3e-4, 1e-3, 3e-3), minilm_rates=(3e-5, 1e-4, 3e-4),
@@ -133,7 +133,7 @@ use_drive(KEEP_ON_DRIVE)
 # in rows of `max_seq_length` pieces (no padding, so no compute is spent on it), and trains
 # either objective on the same rows:
 #
-# * **masked LM**: hide a share of the pieces (`mask_rate`; BERT's is 15%) and guess them
+# * **masked LM**: hide a share of the pieces (`mask_probability`; BERT's is 15%) and guess them
 #   from both sides (chapter 05's masking);
 # * **left-to-right**: guess every piece from the pieces before it, under a causal mask
 #   (this chapter's `BertLMHeadModel`, below; GPT's objective).
@@ -258,7 +258,7 @@ from bertlib.pretraining.run import pretrain
 from bertlib.tokenizer import train_wordpiece
 
 pretraining_runs = {name: run_for(S[name], progress=True) for name in ("mlm", "ltr")}
-tokenizer = train_wordpiece(by_split["train"], S["mlm"]["vocab"])  # one vocabulary for both
+tokenizer = train_wordpiece(by_split["train"], S["mlm"]["vocab_size"])  # one vocabulary for both
 runs = {}
 for name, run in pretraining_runs.items():
     steps, every = run.training.steps, run.training.eval_every
@@ -790,19 +790,19 @@ claim(runs["ltr"].curve[-1]["mlm_accuracy"] > runs["mlm"].curve[-1]["mlm_accurac
 #
 # ## Exercises
 #
-# **Exercise 8.1 — how many positions teach?** Write `learning_signals(rows, seq,
-# objective, mask_rate)`: how many positions of a batch of `rows` rows of `seq` pieces
+# **Exercise 8.1 — how many positions teach?** Write `learning_signals(rows,
+# length, objective, mask_probability)`: how many positions of `rows` rows of `length` pieces
 # (each row `[CLS] … [SEP]`) give the model a prediction to learn from, on average. A
 # left-to-right model predicts the next piece at every position but the last; a masked LM
-# (`"mlm"`) hides `mask_rate` of the pieces between `[CLS]` and `[SEP]` (chapter 05's
+# (`"mlm"`) hides `mask_probability` of the pieces between `[CLS]` and `[SEP]` (chapter 05's
 # masking, on average), and at least one per row.
 
 # %% nbgrader={"grade": false, "grade_id": "ex8_1_answer", "locked": false, "schema_version": 3, "solution": true}
-def learning_signals(rows: int, seq: int, objective: str, mask_rate: float) -> float:
+def learning_signals(rows: int, length: int, objective: str, mask_probability: float) -> float:
     ### BEGIN SOLUTION
     if objective == "left-to-right":
-        return rows * (seq - 1)
-    return rows * max(1.0, mask_rate * (seq - 2))
+        return rows * (length - 1)
+    return rows * max(1.0, mask_probability * (length - 2))
     ### END SOLUTION
 
 

@@ -29,7 +29,8 @@
 # %% [markdown]
 # One size switch. `model` names the shape we time (chapter 04's presets; the real 30,522
 # WordPiece vocabulary throughout, because its output layer is a large part of the cost),
-# `batch` and `seq` the batch, `repeats` how many interleaved steps each median comes from.
+# `batch_size` and `max_seq_length` the batch, `repeats` how many interleaved steps each
+# median comes from.
 #
 # What the `gpu` size costs, before anything runs: its arithmetic, in minutes on Colab's T4
 # and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
@@ -73,12 +74,12 @@ from bertlib.runtime import best_device, seed_everything
 from bertlib.tokenizer import BertTokenizer
 
 SIZES = {
-    "smoke": dict(model="bert-tiny", batch=8, seq=64, repeats=3, documents=96,
+    "smoke": dict(model="bert-tiny", batch_size=8, max_seq_length=64, repeats=3, documents=96,
                   compile=False, assert_claims=False),
-    "cpu": dict(model="bert-mini", batch=32, seq=128, repeats=5, documents=384,
+    "cpu": dict(model="bert-mini", batch_size=32, max_seq_length=128, repeats=5, documents=384,
                 compile=True, assert_claims=True),
     # No run at the gpu size has been seen yet: its claims are printed, not asserted.
-    "gpu": dict(model="bert-base", batch=64, seq=128, repeats=10, documents=4096,
+    "gpu": dict(model="bert-base", batch_size=64, max_seq_length=128, repeats=10, documents=4096,
                 compile=True, assert_claims=False),
 }
 SIZE, S = pick_size(SIZES)
@@ -122,7 +123,7 @@ paragraphs = [p for article in articles for p in article.paragraphs]
 rng = random.Random(0)
 
 
-SLOTS = math.ceil(0.15 * S["seq"])
+SLOTS = math.ceil(0.15 * S["max_seq_length"])
 RECIPE = MaskingRecipe(max_predictions=SLOTS)
 
 
@@ -134,9 +135,9 @@ def masked(ids: list[int]) -> tuple[list[int], list[int]]:
 
 
 stream = [i for p in paragraphs[:2000] for i in tokenizer.encode(p).ids[1:-1]]
-body = S["seq"] - 2
+body = S["max_seq_length"] - 2
 rows = [masked([tokenizer.cls_id, *stream[k * body:(k + 1) * body], tokenizer.sep_id])
-        for k in range(S["batch"])]
+        for k in range(S["batch_size"])]
 def slots_of(labels: list[int]) -> list[int]:
     hidden = [position for position, label in enumerate(labels) if label != IGNORE_INDEX]
     return hidden + [0] * (SLOTS - len(hidden))
@@ -296,11 +297,11 @@ claim(sparse_gain > 1.3, "scoring only the masked positions is over 1.3x faster"
 # the chapter's length and at BERT's longest, 512.
 
 # %%
-def attention_step(fused: bool, seq: int, heads: int = 12, head_size: int = 64,
+def attention_step(fused: bool, length: int, heads: int = 12, head_size: int = 64,
                    batch_size: int = 8):
     """forward + backward of one multi-head attention call on random queries/keys/values."""
     seed_everything(0)
-    q, k, v = (torch.randn(batch_size, heads, seq, head_size, device=DEVICE,
+    q, k, v = (torch.randn(batch_size, heads, length, head_size, device=DEVICE,
                            requires_grad=True) for _ in range(3))
 
     def step() -> float:
@@ -315,9 +316,9 @@ def attention_step(fused: bool, seq: int, heads: int = 12, head_size: int = 64,
 
 
 attention_rows = []
-for seq in (S["seq"], 512):
-    steps = {f"explicit, seq {seq}": attention_step(False, seq),
-             f"fused, seq {seq}": attention_step(True, seq)}
+for length in (S["max_seq_length"], 512):
+    steps = {f"explicit, length {length}": attention_step(False, length),
+             f"fused, length {length}": attention_step(True, length)}
     typical = medians(interleaved_timings(steps, S["repeats"]))
     for name, seconds in typical.items():
         memory = peak_memory_mib(steps[name], DEVICE) if MEMORY_MEASURABLE else None
@@ -432,13 +433,13 @@ def pack_documents(documents: list[tuple[list[int], list[int]]], max_seq_length:
 from bertlib.training.packing import pack_documents
 
 short_paragraphs = [ids for ids in (tokenizer.encode(p).ids for p in paragraphs)
-                    if len(ids) <= S["seq"]]
+                    if len(ids) <= S["max_seq_length"]]
 documents = [masked(ids) for ids in short_paragraphs[:S["documents"]]]
-packed = pack_documents(documents, S["seq"], tokenizer.pad_id)
+packed = pack_documents(documents, S["max_seq_length"], tokenizer.pad_id)
 checker = fresh_model().eval()
 row = int((packed["position_ids"] == 0).sum(dim=1).argmax())  # the row with most pieces
 starts = (packed["position_ids"][row] == 0).nonzero().flatten().tolist()
-second = slice(starts[1], starts[2] if len(starts) > 2 else S["seq"])
+second = slice(starts[1], starts[2] if len(starts) > 2 else S["max_seq_length"])
 with torch.no_grad():
     packed_hidden = checker.bert(packed["input_ids"][[row]].to(DEVICE),
                                  packed["attention_mask"][[row]].to(DEVICE),
@@ -467,14 +468,14 @@ def padded_batches(docs: list[tuple[list[int], list[int]]], rows: int) -> list[d
 
 
 def packed_batches(docs: list[tuple[list[int], list[int]]], rows: int) -> list[dict]:
-    whole = pack_documents(docs, S["seq"], tokenizer.pad_id)
+    whole = pack_documents(docs, S["max_seq_length"], tokenizer.pad_id)
     return [{name: tensor[first:first + rows] for name, tensor in whole.items()}
             for first in range(0, len(whole["input_ids"]), rows)]
 
 
 real_tokens = sum(len(ids) for ids, _ in documents)
-layouts = {"padded": padded_batches(documents, S["batch"]),
-           "packed": packed_batches(documents, S["batch"])}
+layouts = {"padded": padded_batches(documents, S["batch_size"]),
+           "packed": packed_batches(documents, S["batch_size"])}
 layouts = {name: [{k: v.to(DEVICE) for k, v in b.items()} for b in batches]
            for name, batches in layouts.items()}
 for name, batches in layouts.items():
@@ -560,8 +561,8 @@ if MEMORY_MEASURABLE:
     micro_step = training_step(fresh_model(), split(batch, 4)[0])
     micro_step()  # warm-up: Adam's state is made in the first step
     micro_peak = peak_memory_mib(micro_step, DEVICE)
-    print(f"peak memory of a step: batch {S['batch']} "
-          f"{checkpoint_table[0]['peak MiB']:,.0f} MiB, micro-batch {S['batch'] // 4} "
+    print(f"peak memory of a step: batch {S['batch_size']} "
+          f"{checkpoint_table[0]['peak MiB']:,.0f} MiB, micro-batch {S['batch_size'] // 4} "
           f"{micro_peak:,.0f} MiB")
 
 # %% [markdown]
@@ -664,11 +665,11 @@ from bertbook.measure import training_flops_per_token
 
 model = fresh_model()
 # The head scores every slot, spare ones too: SLOTS of every seq positions.
-predicted_share = batch["masked_positions"].shape[1] / S["seq"]
+predicted_share = batch["masked_positions"].shape[1] / S["max_seq_length"]
 with FlopCounterMode(display=False) as counter:
     model(**batch).loss.backward()
 counted = counter.get_total_flops() / tokens_per_step
-formula = training_flops_per_token(config, S["seq"], predicted_share)
+formula = training_flops_per_token(config, S["max_seq_length"], predicted_share)
 print(f"per token: counted {counted / 1e6:,.1f} MFLOP, formula {formula / 1e6:,.1f} MFLOP "
       f"({formula / counted - 1:+.1%})")
 assert abs(formula / counted - 1) < 0.05
@@ -687,7 +688,8 @@ from bertbook.measure import datasheet_peak_flops, matmul_flops_per_second
 
 step_rate = {"fp32": precision_table[0]["tokens/s"], "bf16": precision_table[1]["tokens/s"]}
 for precision, dtype in [("fp32", torch.float32), ("bf16", torch.bfloat16)]:
-    achieved = step_rate[precision] * training_flops_per_token(config, S["seq"], predicted_share)
+    achieved = step_rate[precision] * training_flops_per_token(config, S["max_seq_length"],
+                                                               predicted_share)
     datasheet = datasheet_peak_flops(DEVICE) if precision == "bf16" else None
     peak = datasheet or matmul_flops_per_second(DEVICE, dtype)
     kind = "MFU (datasheet peak)" if datasheet else "matmul utilisation (measured peak)"
@@ -709,9 +711,9 @@ budget, base = PretrainingBudget(), BertConfig.preset("bert-base")
 print(f"BERT-base pretraining: {budget.tokens() / 1e9:.1f} billion tokens, "
       f"{budget.flops(base):.2e} FLOPs")
 best = max(step_rate.values())
-flops_here = best * training_flops_per_token(config, S["seq"], predicted_share)
-base_rate = flops_here / training_flops_per_token(base, S["seq"])  # same FLOP/s, bigger model
-hours = budget.hours(base, base_rate, S["seq"])
+flops_here = best * training_flops_per_token(config, S["max_seq_length"], predicted_share)
+base_rate = flops_here / training_flops_per_token(base, S["max_seq_length"])  # same FLOP/s
+hours = budget.hours(base, base_rate, S["max_seq_length"])
 print(f"at this device's measured {flops_here / 1e9:,.0f} GFLOP/s: {hours:,.0f} hours "
       f"= {hours / 24 / 365:,.1f} years")
 

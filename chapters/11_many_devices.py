@@ -292,20 +292,20 @@ def main(argv: list[str] | None = None) -> int:
 # with GPUs, `--nproc_per_node` is the number of GPUs and nothing else changes.)
 
 # %%
-def run_fine_tuning(processes: int, out: Path) -> dict:
+def run_fine_tuning(processes: int, output_dir: Path) -> dict:
     """python -m bertbook.ddp in `processes` processes (torchrun when more than 1)."""
     launcher = ([sys.executable, "-m", "torch.distributed.run", "--standalone",
                  "--nproc_per_node", str(processes)] if processes > 1
                 else [sys.executable])
     command = [*launcher, "-m", "bertbook.ddp", "--steps", str(S["ddp_steps"]),
                "--batch-size", "8", "--examples", "64", "--max-length", "48",
-               "--no-dropout", "--out", str(out)]
+               "--no-dropout", "--out", str(output_dir)]
     done = subprocess.run(command, capture_output=True, text=True, check=False,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     if done.returncode:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}")
-    print(done.stdout.strip().splitlines()[-1].replace(str(out.parent), "<scratch>"))
-    return json.loads((out / "run.json").read_text())
+    print(done.stdout.strip().splitlines()[-1].replace(str(output_dir.parent), "<scratch>"))
+    return json.loads((output_dir / "run.json").read_text())
 
 
 from safetensors.torch import load_file

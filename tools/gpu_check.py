@@ -43,12 +43,12 @@ def pretraining_settings(size: str, steps: int) -> dict:
     from bertbook.pretrain import SIZES
 
     return {**SIZES[size], "corpus": "wikipedia", "articles": None, "steps": steps,
-            "warmup": max(1, steps // 10), "eval_every": steps // 2}
+            "warmup_steps": max(1, steps // 10), "eval_every": steps // 2}
 
 
-def _run_worker(out: Path, settings: dict, vocabulary: Path, resume: bool = False
+def _run_worker(output_dir: Path, settings: dict, vocabulary: Path, resume: bool = False
                 ) -> subprocess.Popen:
-    command = [sys.executable, __file__, "--worker", str(out), "--settings",
+    command = [sys.executable, __file__, "--worker", str(output_dir), "--settings",
                json.dumps(settings), "--vocabulary", str(vocabulary)]
     # cuBLAS repeats its sums only with a fixed workspace, set before CUDA starts.
     env = {**os.environ, "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
@@ -66,7 +66,7 @@ def repeatable_kernels() -> None:
         getattr(torch.backends.cuda, f"enable_{kernel}_sdp")(False)
 
 
-def worker(out: Path, settings: dict, vocabulary: Path, resume: bool) -> int:
+def worker(output_dir: Path, settings: dict, vocabulary: Path, resume: bool) -> int:
     """One pretraining run (a subprocess, so that it can be killed like a lost runtime),
     with repeatable kernels."""
     from bertbook.pretrain import book_documents, run_for
@@ -75,7 +75,7 @@ def worker(out: Path, settings: dict, vocabulary: Path, resume: bool) -> int:
 
     repeatable_kernels()
     train, held_out = book_documents(settings)
-    pretrain(train, run_for(settings, progress=False), out, held_out,
+    pretrain(train, run_for(settings, progress=False), output_dir, held_out,
              BertTokenizer.from_pretrained(vocabulary), resume=resume)
     return 0
 
@@ -95,7 +95,7 @@ def resume_check(work: Path, size: str, steps: int) -> dict:
     train, _ = split_articles(load_corpus("wikipedia", None), held_out=0.1, seed=0)
     vocabulary = work / "vocabulary"
     train_wordpiece([p for a in train for p in a.paragraphs],
-                    settings["vocab"]).save_pretrained(vocabulary)
+                    settings["vocab_size"]).save_pretrained(vocabulary)
     started = time.perf_counter()
     for name in ("unbroken", "unbroken-again"):
         unbroken = _run_worker(work / name, settings, vocabulary)

@@ -23,36 +23,37 @@ __all__ = ["SIZES", "run_for", "book_documents", "chapter_06_model", "main"]
 # dropout, the masked LM alone, on Wikipedia plus the BBC articles' unlabelled training
 # text. gpu follows the paper: 15%, dropout 0.1, with next-sentence prediction.
 SIZES = {
-    "smoke": dict(corpus="wikipedia+bbc", articles=None, vocab=2000, model="bert-tiny",
-                  seq=64, batch=32, steps=400, learning_rate=2e-3, warmup=40,
-                  eval_every=100, precision="fp32", mask_rate=0.4, dropout=0.0,
+    "smoke": dict(corpus="wikipedia+bbc", articles=None, vocab_size=2000, model="bert-tiny",
+                  max_seq_length=64, batch_size=32, steps=400, learning_rate=2e-3, warmup_steps=40,
+                  eval_every=100, precision="fp32", mask_probability=0.4, dropout=0.0,
                   objective="mlm"),
-    "cpu": dict(corpus="wikipedia+bbc", articles=None, vocab=4000, model="bert-tiny",
-                seq=128, batch=32, steps=1600, learning_rate=2e-3, warmup=160,
-                eval_every=200, precision="fp32", mask_rate=0.4, dropout=0.0,
+    "cpu": dict(corpus="wikipedia+bbc", articles=None, vocab_size=4000, model="bert-tiny",
+                max_seq_length=128, batch_size=32, steps=1600, learning_rate=2e-3, warmup_steps=160,
+                eval_every=200, precision="fp32", mask_probability=0.4, dropout=0.0,
                 objective="mlm"),
-    "gpu": dict(corpus="wikitext-103", articles=5000, vocab=30522, model="bert-small",
-                seq=128, batch=128, steps=12000, learning_rate=5e-4, warmup=1200,
-                eval_every=1500, precision="auto", mask_rate=0.15, dropout=0.1,
+    "gpu": dict(corpus="wikitext-103", articles=5000, vocab_size=30522, model="bert-small",
+                max_seq_length=128, batch_size=128, steps=12000, learning_rate=5e-4,
+                warmup_steps=1200,
+                eval_every=1500, precision="auto", mask_probability=0.15, dropout=0.1,
                 objective="mlm+nsp"),
 }
 
 
 def run_for(settings: dict, progress: bool = True) -> PretrainingRun:
     """The PretrainingRun a size's settings describe (chapter 08's too: its tables add
-    objective, mask_rate, dropout and seed). Without an objective it is the paper's,
+    objective, mask_probability, dropout and seed). Without an objective it is the paper's,
     mlm+nsp."""
-    rate = settings.get("mask_rate", 0.15)
-    length = settings["seq"]
+    rate = settings.get("mask_probability", 0.15)
+    length = settings["max_seq_length"]
     checkpoint_every = settings["eval_every"] if settings.get("checkpoints", True) else 0
     return PretrainingRun(
-        preset=settings["model"], vocab_size=settings["vocab"], max_seq_length=length,
+        preset=settings["model"], vocab_size=settings["vocab_size"], max_seq_length=length,
         objective=settings.get("objective", "mlm+nsp"),
         masking=MaskingRecipe(probability=rate, max_predictions=math.ceil(rate * length)),
         dropout=settings.get("dropout", 0.1),
         training=TrainingConfig(
-            steps=settings["steps"], batch_size=settings["batch"],
-            learning_rate=settings["learning_rate"], warmup_steps=settings["warmup"],
+            steps=settings["steps"], batch_size=settings["batch_size"],
+            learning_rate=settings["learning_rate"], warmup_steps=settings["warmup_steps"],
             precision=settings["precision"], eval_every=settings["eval_every"],
             checkpoint_every=checkpoint_every, seed=settings.get("seed", 0),
             progress=progress))
@@ -111,14 +112,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overwrite", action="store_true", help="replace the run in --out")
     parser.add_argument("--steps", type=int, help="override the size's number of steps")
     parser.add_argument("--corpus", help="override the size's corpus (wikipedia, lee-news...)")
-    parser.add_argument("--mask-rate", type=float, help="override the share of pieces hidden")
+    parser.add_argument("--mask-probability", type=float,
+                        help="override the share of pieces hidden")
     parser.add_argument("--objective", choices=["mlm+nsp", "mlm"])
     args = parser.parse_args(argv)
     settings = dict(SIZES[args.size])
-    for name in ("steps", "corpus", "mask_rate", "objective"):
+    for name in ("steps", "corpus", "mask_probability", "objective"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
-    settings["warmup"] = min(settings["warmup"], settings["steps"] - 1)
+    settings["warmup_steps"] = min(settings["warmup_steps"], settings["steps"] - 1)
     if args.resume and args.overwrite:
         parser.error("--resume continues the run in --out and --overwrite replaces it: "
                      "pass one of them")

@@ -96,7 +96,7 @@ def test_the_plateau_levers_script_writes_curves_and_exits(root, tmp_path):
                            "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     (run,) = json.loads(out.read_text())["runs"]
-    assert run["lever"] == "mask 40%" and run["settings"]["mask_rate"] == 0.4
+    assert run["lever"] == "mask 40%" and run["settings"]["mask_probability"] == 0.4
     assert [point["step"] for point in run["curve"]] == [1, 2, 3, 4]
     assert run["unigram_loss"] > 0 and run["steps_to_leave_plateau"] is None
 
@@ -119,7 +119,7 @@ def test_the_mlm_budget_script_compares_each_kept_checkpoint_with_scratch(root, 
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     recipes = json.loads(out.read_text())["recipes"]
-    assert [r["settings"]["mask_rate"] for r in recipes] == [0.15, 0.4]
+    assert [r["settings"]["mask_probability"] for r in recipes] == [0.15, 0.4]
     for recipe in recipes:
         assert [row["step"] for row in recipe["budgets"]] == [1, 4]
         assert all(len(row["scores"]) == 6 for row in recipe["budgets"])

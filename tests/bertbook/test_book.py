@@ -138,14 +138,15 @@ def test_drive_is_offered_on_colab_only(tmp_path, monkeypatch):
 
 def test_steps_scale_cuts_training_lengths_and_claims(monkeypatch):
     table = {"smoke": {}, "cpu": {}, "gpu": dict(
-        steps=20000, warmup=2000, eval_every=2000, epochs=3, batch=128, assert_claims=True,
-        pretrain=dict(steps=2500, warmup=250, lr=5e-4))}
+        steps=20000, warmup_steps=2000, eval_every=2000, epochs=3, batch_size=128,
+        assert_claims=True,
+        pretrain=dict(steps=2500, warmup_steps=250, lr=5e-4))}
     monkeypatch.setenv("BERT_BOOK_SIZE", "gpu")
     monkeypatch.setenv("BERT_BOOK_STEPS", "0.02")
     _, cut = sizes.pick_size(table)
-    assert cut == dict(steps=400, warmup=40, eval_every=40, epochs=0.06, batch=128,
-                       assert_claims=False, pretrain=dict(steps=50, warmup=5, lr=5e-4))
-    assert sizes.scaled(dict(steps=10, warmup=5), 0.01) == dict(steps=1, warmup=0)
+    assert cut == dict(steps=400, warmup_steps=40, eval_every=40, epochs=0.06, batch_size=128,
+                       assert_claims=False, pretrain=dict(steps=50, warmup_steps=5, lr=5e-4))
+    assert sizes.scaled(dict(steps=10, warmup_steps=5), 0.01) == dict(steps=1, warmup_steps=0)
     monkeypatch.setenv("BERT_BOOK_STEPS", "2")
     with pytest.raises(sizes.BookSizeError, match="must be a number in \\(0, 1\\]"):
         sizes.pick_size(table)

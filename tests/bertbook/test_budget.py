@@ -52,7 +52,7 @@ def test_each_chapter_fits_its_gpu_budget(chapter, monkeypatch, capsys):
 
 def test_the_estimate_is_flops_over_the_assumed_rate():
     config = BertConfig.preset("bert-base", vocab_size=30522)
-    work = [training_work("a run", config, tokens=1e9, seq_len=128)]
+    work = [training_work("a run", config, tokens=1e9, max_seq_length=128)]
     per_token = 3 * 2 * (12 * (4 * 768**2 + 2 * 768 * 3072) + 12 * 2 * 128 * 768
                          + 0.15 * (768**2 + 768 * 30522))
     assert work[0].flops == pytest.approx(1e9 * per_token)

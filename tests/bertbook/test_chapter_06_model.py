@@ -20,11 +20,12 @@ def test_the_shipped_copy_is_of_the_current_cpu_recipe_and_loads():
     assert folder is not None, ("bertbook/resources/ch06-cpu is from another recipe: copy "
                                 "chapters/runs/ch06-cpu/model there after re-running chapter 06")
     model = BertForMaskedLM.from_pretrained(folder)
-    assert model.config.vocab_size == book_pretrain.SIZES["cpu"]["vocab"]
+    assert model.config.vocab_size == book_pretrain.SIZES["cpu"]["vocab_size"]
 
 
 def test_a_copy_from_another_recipe_is_never_used(monkeypatch):
-    changed = {**book_pretrain.SIZES, "cpu": {**book_pretrain.SIZES["cpu"], "mask_rate": 0.15}}
+    cpu = {**book_pretrain.SIZES["cpu"], "mask_probability": 0.15}
+    changed = {**book_pretrain.SIZES, "cpu": cpu}
     monkeypatch.setattr(book_pretrain, "SIZES", changed)
     assert _shipped("cpu") is None
     monkeypatch.setattr(book_pretrain, "finished_run", lambda name: None)

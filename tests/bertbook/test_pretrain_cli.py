@@ -34,7 +34,7 @@ def test_cli_trains_refuses_to_overwrite_and_resumes(tmp_path):
 
 
 CPU = torch.device("cpu")
-SMOKE_RUN = {"steps": 4, "warmup": 1, "corpus": "lee-news", "eval_every": 4}
+SMOKE_RUN = {"steps": 4, "warmup_steps": 1, "corpus": "lee-news", "eval_every": 4}
 
 
 def _smoke_run(folder, resume=False):

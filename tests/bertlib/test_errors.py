@@ -139,7 +139,7 @@ def _started_run(folder):
 def test_resuming_with_other_settings_is_refused(tmp_path, capsys):
     _started_run(tmp_path)  # on the news corpus; resumed on the smoke size's own corpus
     code = pretrain_main(["--size", "smoke", "--out", str(tmp_path), "--resume",
-                          "--steps", "2", "--mask-rate", "0.25"])
+                          "--steps", "2", "--mask-probability", "0.25"])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "run.masking.probability: 0.4 then, 0.25 now" in err and "text: '" in err

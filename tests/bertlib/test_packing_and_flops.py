@@ -108,7 +108,7 @@ def test_the_papers_budget():
 def test_interleaved_timings_alternate_the_order():
     calls = []
     steps = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
-    seconds = interleaved_timings(steps, repeats=3, warmup=1)
+    seconds = interleaved_timings(steps, repeats=3, warmup_calls=1)
     assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
     assert [len(v) for v in seconds.values()] == [3, 3]
 

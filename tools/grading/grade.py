@@ -389,9 +389,9 @@ def spreadsheet_safe(value: object) -> object:
     return value
 
 
-def write_csv(rows: list[Row], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as handle:
+def write_csv(rows: list[Row], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(FIELDS)
         writer.writerows([spreadsheet_safe(getattr(row, f)) for f in FIELDS] for row in rows)
