@@ -102,9 +102,11 @@ class PretrainingRun:
         return MODEL_FOR_OBJECTIVE[self.objective]
 
     def description(self) -> dict:
-        """The run as JSON-ready data; whether a progress bar is shown is left out."""
+        """The run as JSON-ready data. How it is shown and built is left out (a progress
+        bar, torch.compile): a run resumed with either changed is still the same run."""
         described = asdict(self)
-        described["training"].pop("progress")
+        for how in ("progress", "compile"):
+            described["training"].pop(how)
         return described
 
 

@@ -79,6 +79,7 @@ class TrainingConfig(StepSettings):
     log_every: int = 10
     max_loss: float = 50.0
     loader_workers: int | None = None  # None: default_loader_workers(device)
+    compile: bool = False  # torch.compile the forward and loss: a GPU's lever, minutes to build
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -139,6 +140,17 @@ class SeededBatches(torch.utils.data.Dataset):
         return self.collator([self.dataset[i] for i in chosen])
 
 
+def without_full_attention_mask(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The batch without its attention mask where the mask is all ones (packed rows, no
+    padding): it says nothing then, and without it scaled_dot_product_attention may take
+    its flash kernel on a GPU, which accepts no mask. Checked on the host before the copy to
+    the device, so it costs no wait for the device."""
+    mask = batch.get("attention_mask")
+    if mask is None or mask.device.type != "cpu" or not bool(mask.all()):
+        return batch
+    return {name: tensor for name, tensor in batch.items() if name != "attention_mask"}
+
+
 def default_loader_workers(device: torch.device) -> int:
     """Worker processes that build batches ahead: none on a CPU, where they would take
     cores from the model's own matrix products; on a GPU one per core, up to 4 (a Colab GPU
@@ -196,9 +208,11 @@ class Trainer:
                               "runs and loader workers draw the same masks; add one (it may "
                               "do nothing if the collator draws nothing at random)")
         self.model.to(self.device)
+        # fused: one kernel for every parameter's update on a GPU, not several per tensor
         self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay),
                                            lr=config.learning_rate,
-                                           betas=tuple(config.adam_betas), eps=config.adam_eps)
+                                           betas=tuple(config.adam_betas), eps=config.adam_eps,
+                                           fused=self.device.type == "cuda")
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer,
             lambda step: warmup_then_linear_decay(step, config.warmup_steps, config.steps))
@@ -209,6 +223,7 @@ class Trainer:
         # One process owns the whole batch; chapter 11's data-parallel trainer changes these
         # three: each of world_size processes takes its slice through its wrapped model.
         self.rank, self.world_size, self.forward_model = 0, 1, model
+        self._compiled = False
 
     def _whole_batch(self, totals: torch.Tensor) -> torch.Tensor:
         """The step's [loss, tokens] over the whole global batch: here, this process's
@@ -292,12 +307,16 @@ class Trainer:
         self.model.train()
         totals = torch.zeros(2, dtype=torch.float64, device=self.device)  # loss, tokens
         for index in range(self.config.accumulation):
-            batch = {k: v.to(self.device, non_blocking=True) for k, v in next(batches).items()}
+            on_host = next(batches)
+            mask = on_host.get("attention_mask", torch.ones_like(on_host["input_ids"]))
+            tokens = mask.sum().double().to(self.device, non_blocking=True)
+            batch = {k: v.to(self.device, non_blocking=True)
+                     for k, v in without_full_attention_mask(on_host).items()}
             with self._gradient_sync(last=index == self.config.accumulation - 1):
                 with autocast(self.device, self.precision):
                     loss = self.forward_model(**batch).loss / self.config.accumulation
                 self.scaler.scale(loss).backward()
-            totals += torch.stack([loss.detach().double(), batch["attention_mask"].sum().double()])
+            totals += torch.stack([loss.detach().double(), tokens])
         self.scaler.unscale_(self.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                    self.config.max_grad_norm)
@@ -333,6 +352,8 @@ class Trainer:
         if resume:
             self.load_checkpoint()
         config = self.config
+        if config.compile and not self._compiled:  # after any wrapping (chapter 11's DDP)
+            self.forward_model, self._compiled = torch.compile(self.forward_model), True
         batches = SeededBatches(self.dataset, self.collator, config.batch_size, config.seed,
                                 self.rank, self.world_size)
         loader = iter(batch_loader(batches, self.state.step * config.accumulation,

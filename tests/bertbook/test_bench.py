@@ -53,14 +53,28 @@ def test_the_gpu_benchmark_reports_the_attention_kernel_that_ran(root):
     assert benchmark.attention_kernels(unfused) == ["math (unfused)"]
 
 
-def test_the_gpu_benchmark_gives_an_unpadded_batch_no_mask(root):
+def test_each_lever_row_adds_its_lever_to_the_batch(root):
     benchmark = _gpu_benchmark(root)
-    batch = {"input_ids": torch.ones(2, 4, dtype=torch.long),
-             "attention_mask": torch.ones(2, 4, dtype=torch.long)}
-    assert set(benchmark.unpadded(batch)) == {"input_ids"}
-    batch["attention_mask"][1, 3] = 0
-    with pytest.raises(ValueError, match="padding"):
-        benchmark.unpadded(batch)
+    first, slots, no_mask = (benchmark.lever_batch(lever, 4, 32, 2000) for lever in range(3))
+    assert "masked_positions" not in first and "attention_mask" in first
+    assert slots["masked_positions"].shape == (4, 5) and "attention_mask" in slots
+    assert "attention_mask" not in no_mask
+    assert benchmark.lever_batch(5, 4, 32, 2000)["input_ids"].shape == (8, 32)
+    positions = slots["masked_positions"]
+    assert bool((positions > 0).all() and (positions < 31).all())  # never [CLS] or [SEP]
+    assert bool((slots["labels"].gather(1, positions) != -100).all())
+
+
+def test_the_levers_dry_run_writes_every_row_and_the_breakdown(root, tmp_path):
+    out = tmp_path / "levers.json"
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_bert_base.py"),
+                           "--dry-run", "--json", str(out)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(out.read_text())
+    assert [row["lever"] for row in found["rows"]] == list(_gpu_benchmark(root).LEVERS)
+    assert all(row["tokens_per_second"] > 0 for row in found["rows"])
+    assert found["time_breakdown"] and found["best"] in _gpu_benchmark(root).LEVERS
 
 
 @pytest.mark.parametrize("script", ["benchmarks/gpu_bert_base.py", "tools/gpu_check.py"])
@@ -87,6 +101,22 @@ def test_the_gpu_check_executes_a_chapter_and_reports_its_failures(root, tmp_pat
     broken.write_text("# %%\nprint('before')\n\n# %%\nraise RuntimeError('out of memory')\n")
     failed = gpu_check.chapter_check(broken, "smoke", 0.5, 60)
     assert failed["ok"] is False and failed["error"] == "RuntimeError: out of memory"
+
+
+def test_the_gpu_check_dry_run_runs_every_part_on_the_cpu(root, tmp_path):
+    """`make gpu-check`'s dry run: each part on the CPU at the smoke size, one chapter run as
+    a plain script, the summary written; what a lent GPU machine will run, tried here."""
+    done = subprocess.run([sys.executable, str(root / "tools" / "gpu_check.py"), "--dry-run",
+                           "--chapters", "03", "--skip", "hub", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["ok"] is True and "hub" not in summary
+    assert summary["resume"]["max_loss_difference_after_resume"] == 0.0
+    assert summary["chapters"]["03_attention"]["ok"] is True
+    assert len(summary["levers"]["rows"]) == 6 and summary["pretrain"]["steps"] >= 20
+    assert summary["pretrain"]["held_out"]["mlm_accuracy"] > 0
 
 
 def test_the_plateau_levers_script_writes_curves_and_exits(root, tmp_path):
