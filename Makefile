@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 
-.PHONY: setup book unit test check-html export sync notebooks diagrams student grade grade-selftest lab bench gpu-check
+.PHONY: setup book unit test check-html export sync notebooks diagrams student grade grade-selftest lab bench gpu-check device-bundle
 
 setup:            ## create .venv and install everything (quick when already done)
 	bash tools/authoring/setup.sh
@@ -49,8 +49,11 @@ grade-selftest: setup  ## grade every chapter's reference answers with nbgrader 
 bench: setup      ## bertlib's pretraining step vs transformers': table and plot in benchmarks/results
 	$(PY) benchmarks/pretraining_step.py
 
-gpu-check: setup  ## on a CUDA machine: resume, benchmark, DDP and every chapter cut short, one JSON summary
+gpu-check: setup  ## on a CUDA machine: the step's levers, resume, DDP, every chapter as a script, a pretraining budget
 	$(PY) tools/gpu_check.py
+
+device-bundle: setup  ## _build/device-data: the data a lent GPU machine without a registry needs
+	$(PY) tools/device_bundle.py
 
 lab: setup        ## JupyterLab on the chapters
 	$(VENV)/bin/jupyter lab chapters/

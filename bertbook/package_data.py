@@ -22,8 +22,17 @@ from bertlib.files import write_atomically
 __all__ = ["package_file", "cache_dir", "cached_rows"]
 
 
+PACKAGE_DATA_ENV_VAR = "BERT_BOOK_PACKAGE_DATA"
+
+
 def package_file(package: str, relative_path: str, install: str) -> Path:
-    """Path of a file shipped inside an installed package, found without importing it."""
+    """Path of a file shipped inside an installed package, found without importing it.
+    Where $BERT_BOOK_PACKAGE_DATA names a folder holding <package>/<relative_path> (the
+    bundle `make device-bundle` carries to a machine with no package registry), that copy
+    is used instead."""
+    bundled = Path(os.environ.get(PACKAGE_DATA_ENV_VAR, "")) / package / relative_path
+    if os.environ.get(PACKAGE_DATA_ENV_VAR) and bundled.is_file():
+        return bundled
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise DataUnavailable(

@@ -1,21 +1,26 @@
-"""`make gpu-check`: what only a CUDA machine can show, in a few minutes, as one JSON summary.
+"""`make gpu-check`: what only a CUDA machine can show, in at most 9 minutes, written to
+one JSON summary part by part (a run stopped by a time limit keeps what finished):
 
+* **levers**: benchmarks/gpu_bert_base.py, the pretraining step's levers one at a time
+  (tokens/s, MFU, peak memory, attention kernel; where the best step's time goes).
 * **resume**: pretraining at the `gpu` size's model shape on the offline Wikipedia sample,
   twice without a break and once killed after its mid-run checkpoint and resumed (the same
   vocabulary for all), on repeatable kernels; the losses after the checkpoint must be equal.
-* **benchmark**: benchmarks/gpu_bert_base.py (tokens/s, TFLOP/s, MFU, attention kernel,
-  peak memory).
 * **ddp**: `python -m bertbook.ddp` under torchrun on every visible GPU (NCCL), or two
   processes over gloo where there is one GPU.
-* **chapters**: every chapter executed at the `gpu` size with its training cut to
-  BERT_BOOK_STEPS (default 0.02 of each length): whether it ran, its minutes, its peak GPU
-  memory. A chapter that needs data from the network on a machine without it is reported
-  as skipped, with the reason.
+* **chapters**: every chapter run as a plain script (no Jupyter) at the `gpu` size with its
+  training cut to BERT_BOOK_STEPS: whether it ran, its minutes, its peak GPU memory. A
+  chapter whose data is not on the machine is reported as skipped, with the reason.
+* **pretrain**: chapter 06's gpu-size recipe on the offline text for a fixed budget of
+  minutes: steps, tokens/s, the held-out curve beside the unigram yardstick, the guesses on
+  chapter 06's probes.
 
-Without CUDA it says so and exits with status 2; `--allow-cpu` runs the same checks at the
-smoke size on the CPU, to try the script itself.
+The machine needs torch (with CUDA), tokenizers, safetensors and tqdm; the book's data
+packages travel as one folder that `make device-bundle` builds (tools/device_bundle.py),
+found through BERT_BOOK_PACKAGE_DATA. `--dry-run` runs every part on the CPU at the smoke
+size in a minute or two, to try the script itself (CI does).
 
-    python tools/gpu_check.py [--steps 300] [--step-scale 0.02] [--chapters 03 06]
+    python tools/gpu_check.py [--out DIR] [--chapters 03 06] [--pretrain-minutes 2]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -36,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: the repository's tools package
     sys.path.insert(0, str(ROOT))
 RESUME_TOLERANCE = 1e-6  # the runs use deterministic kernels: resume must be exact
+PARTS = ("hub", "levers", "resume", "ddp", "chapters", "pretrain")
 
 
 def pretraining_settings(size: str, steps: int) -> dict:
@@ -126,12 +133,20 @@ def resume_check(work: Path, size: str, steps: int) -> dict:
             "unbroken_run_s": round(seconds, 1)}
 
 
-def benchmark_check() -> dict:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_bert_base.py")],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        return {"ok": False, "error": (done.stdout + done.stderr)[-2000:]}
-    return {"ok": True, **json.loads(done.stdout[done.stdout.index("{"):])}
+def levers_check(work: Path, dry_run: bool, timeout: int) -> dict:
+    """The step's levers, one at a time (benchmarks/gpu_bert_base.py)."""
+    results = work / "levers.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "gpu_bert_base.py"), "--json",
+               str(results)] + (["--dry-run"] if dry_run else [])
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        done = None
+    found = json.loads(results.read_text()) if results.exists() else {"rows": []}
+    if done is None or done.returncode != 0:
+        why = "timed out" if done is None else (done.stdout + done.stderr)[-1500:]
+        return {"ok": False, "error": why, **found}
+    return {"ok": True, **found}
 
 
 def ddp_check(work: Path) -> dict:
@@ -150,52 +165,104 @@ def ddp_check(work: Path) -> dict:
             "first_loss": run["losses"][0], "last_loss": run["losses"][-1]}
 
 
-PEAK_MEMORY_CELL = """
-import json, torch
-if torch.cuda.is_available():
-    print("PEAK_GIB", json.dumps(torch.cuda.max_memory_allocated() / 2**30))
+# Runs one chapter as a plain script and says how much GPU memory it took at its peak.
+CHAPTER_RUNNER = """
+import runpy, sys, torch
+try:
+    runpy.run_path(sys.argv[1], run_name="__main__")
+finally:
+    if torch.cuda.is_available():
+        print("PEAK_GIB", torch.cuda.max_memory_allocated() / 2**30)
 """
 
 
 def chapter_check(chapter: Path, size: str, scale: float, timeout: int) -> dict:
-    """Execute one chapter in a fresh kernel at `size`, its training cut to `scale`."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    from tools.chapters import read_chapter
-
-    notebook = read_chapter(chapter)
-    notebook.cells.append(nbformat.v4.new_code_cell(PEAK_MEMORY_CELL))
-    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(chapter.parent)}})
+    """Run one chapter as `python chapters/NN_name.py` at `size`, its training cut to
+    `scale`, with no Jupyter and no display."""
+    env = {**os.environ, "BERT_BOOK_SIZE": size, "BERT_BOOK_STEPS": str(scale),
+           "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
-    try:  # the size and the step scale go to the kernel only, not to this process
-        client.execute(env={**os.environ, "BERT_BOOK_SIZE": size,
-                            "BERT_BOOK_STEPS": str(scale)})
-    except CellExecutionError as error:
-        needs_network = error.ename == "DataUnavailable"
-        return {"ok": None if needs_network else False, "error": f"{error.ename}: "
-                f"{error.evalue}"[:300], "minutes": round((time.perf_counter() - started) / 60, 1)}
-    printed = "".join(output.get("text", "") for output in notebook.cells[-1].outputs)
-    peak = float(printed.split()[1]) if printed.startswith("PEAK_GIB") else None
-    return {"ok": True, "minutes": round((time.perf_counter() - started) / 60, 1),
-            "peak_gib": None if peak is None else round(peak, 2)}
+    try:
+        done = subprocess.run([sys.executable, "-c", CHAPTER_RUNNER, str(chapter)],
+                              cwd=chapter.parent, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": f"still running after {timeout} s"}
+    minutes = round((time.perf_counter() - started) / 60, 2)
+    peaks = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("PEAK_GIB")]
+    peak = round(float(peaks[-1]), 2) if peaks else None
+    if done.returncode == 0:
+        return {"ok": True, "minutes": minutes, "peak_gib": peak}
+    last = (done.stderr.strip().splitlines() or ["(no message)"])[-1][:300]
+    needs_data = "DataUnavailable" in done.stderr  # a package or download not on this machine
+    return {"ok": None if needs_data else False, "minutes": minutes, "error": last}
 
 
-def chapters_check(size: str, scale: float, wanted: list[str], timeout: int) -> dict:
-    try:  # a machine with torch but not the book's notebook stack still runs the rest
-        import nbclient  # noqa: F401
+def chapters_check(size: str, scale: float, wanted: list[str], timeout: int,
+                   record: Callable[[dict], None]) -> dict:
+    """Every chapter (or those `wanted`), each reported through `record` as it ends."""
+    from tools.chapters import chapter_sources
 
-        from tools.chapters import chapter_sources
-    except ImportError as error:
-        return {"ok": None, "skipped": f"{error.name} is not installed here: the chapters "
-                "need the book's extras (pip install -e './bertbook[book,dev]')"}
+    results = {"ok": True, "size": size, "step_scale": scale}
+    for path in chapter_sources(ROOT):
+        if wanted and path.name[:2] not in wanted:
+            continue
+        results[path.stem] = chapter_check(path, size, scale, timeout)
+        results["ok"] = results["ok"] and results[path.stem]["ok"] is not False
+        record(results)
+    return results
 
-    chapters = [path for path in chapter_sources(ROOT) if not wanted or path.name[:2] in wanted]
-    results = {path.stem: chapter_check(path, size, scale, timeout) for path in chapters}
-    return {"ok": all(result["ok"] is not False for result in results.values()),
-            "size": size, "step_scale": scale, **results}
+
+def pretrain_check(work: Path, size: str, minutes: float) -> dict:
+    """Chapter 06's recipe at `size` on the offline text, for about `minutes`: the steps
+    the budget allows are set from the speed of a short first run of the same recipe."""
+    from bertbook.mask_probe import hide_a_word, top_guesses
+    from bertbook.pretrain import SIZES, book_documents, run_for
+    from bertlib.pretraining.run import pretrain
+    from bertlib.pretraining.sentence_pairs import split_sentences
+
+    settings = {**SIZES[size], "corpus": "wikipedia+bbc", "articles": None}
+    train, held_out = book_documents(settings)
+    probe = {**settings, "steps": 20, "warmup_steps": 2, "eval_every": 20}
+    started = time.perf_counter()
+    pretrain(train, run_for(probe, progress=False), work / "probe-run", held_out[:4])
+    seconds_per_step = (time.perf_counter() - started) / probe["steps"]  # counts set-up too
+    steps = max(20, int(minutes * 60 / seconds_per_step))
+    settings.update(steps=steps, warmup_steps=max(1, steps // 10),
+                    eval_every=max(1, steps // 5))
+    started = time.perf_counter()
+    result = pretrain(train, run_for(settings, progress=False), work / "pretrain", held_out)
+    seconds = time.perf_counter() - started
+    probes = [hide_a_word(split_sentences(d[0])[0], result.tokenizer) for d in held_out[:6]]
+    guesses = [{"hidden": word, "guesses": top_guesses(result.model, result.tokenizer, batch)}
+               for batch, word in (p for p in probes if p is not None)]
+    return {"ok": True, "model": settings["model"], "objective": settings["objective"],
+            "steps": steps, "minutes": round(seconds / 60, 2),
+            "tokens_per_second": round(result.train_tokens / seconds),
+            "curve": result.curve, "held_out": result.evaluation,
+            "baselines": result.baselines, "guesses": guesses}
+
+
+class Summary:
+    """The summary, rewritten to disk after every part, so a run stopped by a time limit
+    keeps what finished."""
+
+    def __init__(self, path: Path, **header):
+        self.path, self.parts, self.started = path, dict(header), time.perf_counter()
+
+    def record(self, name: str, part: dict) -> None:
+        self.parts[name] = part
+        self.parts["seconds"] = round(time.perf_counter() - self.started)
+        self.parts["ok"] = all(value["ok"] is not False for value in self.parts.values()
+                               if isinstance(value, dict))
+        self.path.write_text(json.dumps(self.parts, indent=2) + "\n")
+
+    def run(self, name: str, check: Callable[[], dict]) -> None:
+        """One part; an error in it is its result, and the parts after it still run."""
+        try:
+            self.record(name, check())
+        except Exception as error:  # noqa: BLE001 - any failure is this part's finding
+            self.record(name, {"ok": False, "error": f"{type(error).__name__}: {error}"[:500]})
 
 
 def pinned_hub_datasets() -> list[tuple[str, str | None]]:
@@ -233,16 +300,19 @@ def hub_check() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=300, help="the resume check's run")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "gpu-check")
     parser.add_argument("--step-scale", type=float, default=0.02,
                         help="the share of each chapter's training lengths to run")
     parser.add_argument("--chapters", nargs="*", default=[],
-                        help="chapter numbers to execute (default: all)")
-    parser.add_argument("--chapter-timeout", type=int, default=600,
-                        help="seconds a chapter's cell may take")
-    parser.add_argument("--allow-cpu", action="store_true",
-                        help="no GPU: run the checks at the smoke size, to try this script")
+                        help="chapter numbers to run (default: all)")
+    parser.add_argument("--chapter-timeout", type=int, default=240,
+                        help="seconds a chapter may take")
+    parser.add_argument("--pretrain-minutes", type=float, default=2.0)
+    parser.add_argument("--skip", nargs="*", default=[], choices=PARTS,
+                        help="parts to leave out")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="no GPU: every part at the smoke size on the CPU, to try the script")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--settings", help=argparse.SUPPRESS)
     parser.add_argument("--vocabulary", type=Path, help=argparse.SUPPRESS)
@@ -250,30 +320,34 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.worker:
         return worker(args.worker, json.loads(args.settings), args.vocabulary, args.resume)
-    if not torch.cuda.is_available() and not args.allow_cpu:
+    if not torch.cuda.is_available() and not args.dry_run:
         print("gpu-check: no CUDA device here, so there is nothing to check. Run it on a "
-              "machine with an NVIDIA GPU (or pass --allow-cpu to try the script itself).")
+              "machine with an NVIDIA GPU (or pass --dry-run to try the script itself).")
         return 2
     if args.out.exists():
         shutil.rmtree(args.out)
     args.out.mkdir(parents=True)
-    started = time.perf_counter()
-    on_gpu = torch.cuda.is_available()
-    summary = {"device": torch.cuda.get_device_name() if on_gpu else "cpu",
-               "gpus": torch.cuda.device_count(), "torch": torch.__version__,
-               "hub": hub_check(),
-               "resume": resume_check(args.out, "gpu" if on_gpu else "smoke", args.steps),
-               "benchmark": benchmark_check() if on_gpu else {"ok": None, "skipped": "no GPU"},
-               "ddp": ddp_check(args.out),
-               "chapters": chapters_check("gpu" if on_gpu else "smoke", args.step_scale,
-                                          args.chapters, args.chapter_timeout)}
-    summary["seconds"] = round(time.perf_counter() - started)
-    summary["ok"] = all(part["ok"] is not False for part in summary.values()
-                        if isinstance(part, dict))
-    text = json.dumps(summary, indent=2)
-    (args.out / "summary.json").write_text(text + "\n")
-    print(text)
-    return 0 if summary["ok"] else 1
+    on_gpu = torch.cuda.is_available() and not args.dry_run
+    size = "gpu" if on_gpu else "smoke"
+    summary = Summary(args.out / "summary.json",
+                      device=torch.cuda.get_device_name() if on_gpu else "cpu",
+                      gpus=torch.cuda.device_count(), torch=torch.__version__)
+    checks = {
+        "hub": hub_check,
+        "levers": lambda: levers_check(args.out, not on_gpu, timeout=300),
+        "resume": lambda: resume_check(args.out, size, args.steps if on_gpu else 60),
+        "ddp": lambda: ddp_check(args.out),
+        "chapters": lambda: chapters_check(size, args.step_scale, args.chapters,
+                                           args.chapter_timeout,
+                                           lambda partial: summary.record("chapters", partial)),
+        "pretrain": lambda: pretrain_check(args.out, size, args.pretrain_minutes
+                                           if on_gpu else 0.1),
+    }
+    for name in PARTS:
+        if name not in args.skip:
+            summary.run(name, checks[name])
+    print(summary.path.read_text())
+    return 0 if summary.parts["ok"] else 1
 
 
 if __name__ == "__main__":

@@ -216,3 +216,23 @@ def test_the_paper_benchmarks_are_chapter_07_tasks_with_squad_three_times_as_lon
         "SST-2": 64, "MRPC": 64, "CoNLL-2003": 64, "SQuAD v1.1": 192}
     assert tasks["CoNLL-2003"][3] == {"num_labels": len(datasets.CONLL_TAGS)}
     assert all(len(task) == 6 for task in tasks.values())
+
+
+def test_a_bundled_copy_of_a_package_file_is_used_where_the_bundle_is_named(tmp_path,
+                                                                            monkeypatch):
+    """The device bundle (tools/device_bundle.py): a machine without the data packages
+    reads their files from BERT_BOOK_PACKAGE_DATA; a file the bundle lacks still comes from
+    the package, and without the variable nothing changes."""
+    from bertbook.corpora import GENSIM_INSTALL, LEE_NEWS, WIKI_SAMPLE
+    from bertbook.package_data import package_file
+
+    installed = package_file("gensim", LEE_NEWS, GENSIM_INSTALL)
+    copy = tmp_path / "gensim" / LEE_NEWS
+    copy.parent.mkdir(parents=True)
+    copy.write_text("one bundled document\n")
+    monkeypatch.setenv("BERT_BOOK_PACKAGE_DATA", str(tmp_path))
+    assert package_file("gensim", LEE_NEWS, GENSIM_INSTALL) == copy
+    assert package_file("gensim", WIKI_SAMPLE, GENSIM_INSTALL).parent.parent.parent.name \
+        == "gensim"
+    monkeypatch.delenv("BERT_BOOK_PACKAGE_DATA")
+    assert package_file("gensim", LEE_NEWS, GENSIM_INSTALL) == installed
