@@ -171,11 +171,10 @@ assert report.ok, "fix the lines marked FIX above, then run this cell again"
 # that names its chapter), so this map cannot fall out of date:
 
 # %% tags=["nbval-ignore-output"]
-from IPython.display import Markdown
-
 from bertbook.library_map import library_table
+from bertbook.views import show_markdown
 
-Markdown(library_table())
+show_markdown(library_table())
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex0_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # Names marked with a chapter are generated from it: a code cell whose first line is

@@ -418,16 +418,16 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The same weights in **bertviz**'s interactive head view (hover over a token; pick heads by
-# colour). bertviz wants a tuple with one `(batch, heads, seq, seq)` tensor per layer, which
-# is exactly what our explicit path returns. (Its drawing code loads JavaScript from the
-# web: in Jupyter or Colab with a network it draws; offline it stays blank, and so does
-# GitHub's notebook view, which runs no JavaScript.)
+# Every head of that layer, and below them **bertviz**'s interactive head view of the same
+# weights (hover over a token; pick heads by colour). bertviz takes one `(batch, heads, seq,
+# seq)` tensor per layer, which is what our explicit path returns. Its view is JavaScript:
+# it draws in Jupyter or Colab, and stays blank on GitHub and offline, where the heatmaps
+# above it show the same weights.
 
 # %% tags=["nbval-ignore-output"]
-from bertviz import head_view
+from bertbook.views import show_attention
 
-head_view((layer0,), tokens, sentence_b_start=tokens.index("[SEP]") + 1)
+show_attention((layer0,), tokens, layer=0, sentence_b_start=tokens.index("[SEP]") + 1)
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex3_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built

@@ -15,16 +15,15 @@
 # %% [markdown]
 # # 04 · The encoder
 #
-# We have ids (chapter 02) and attention (chapter 03). What else is inside BERT — down to
-# the last of BERT-base's 110 million parameters — and how do we know that what we build is
-# *exactly* BERT? This chapter assembles the encoder of Devlin et al. (2018, §3, with the
-# Transformer encoder of Vaswani et al., 2017): embeddings, LayerNorm, the GELU feed-forward
-# block, residual connections, the layer stack and the pooler. Then it counts the parameters
-# and loads real pretrained weights, matching `transformers` to 1e-5.
+# We have ids (chapter 02) and attention (chapter 03). What else is inside BERT, down to
+# the last of BERT-base's 110 million parameters, and how do we know it is *exactly* BERT?
+# Here is the encoder of Devlin et al. (2018, §3; Vaswani et al.'s, 2017): embeddings,
+# LayerNorm, the GELU feed-forward block, residuals, the layer stack and the pooler; then
+# its parameters counted and real pretrained weights loaded, matching `transformers` to 1e-5.
 
 # %% [markdown]
-# What the `gpu` size costs: its arithmetic, in minutes on Colab's T4 and on an A100
-# (`bertbook.budget` says how it is estimated; a chapter's budget is 30 minutes on a T4).
+# What the `gpu` size costs, in minutes on Colab's T4 and an A100 (`bertbook.budget`
+# estimates it from the FLOPs; a chapter's budget is 30 minutes on a T4).
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
@@ -751,17 +750,18 @@ print(f"fused vs explicit: {fused_gap:.1e}; attentions: {len(explicit.attentions
 assert fused_gap < 1e-5
 
 # %% [markdown]
-# Every layer's attention of the real model, in bertviz's model view (offline it stays blank:
-# its JavaScript comes from the web).
+# The real model's last layer, head by head, then every layer in bertviz's model view
+# (JavaScript: blank on GitHub and offline, where the heatmaps show the same weights).
 
 # %% tags=["nbval-ignore-output"]
-from bertviz import model_view
+from bertbook.views import show_attention
 
 pair = tokenizer.encode("The cat sat on the mat.", "It was asleep.")
 pair_batch = tokenizer(["The cat sat on the mat."], pairs=["It was asleep."])
 with torch.no_grad():
     viewed = ours(**pair_batch, output_attentions=True)
-model_view(viewed.attentions, pair.tokens, sentence_b_start=pair.tokens.index("[SEP]") + 1)
+show_attention(viewed.attentions, pair.tokens, len(viewed.attentions) - 1,
+               pair.tokens.index("[SEP]") + 1, interactive="model")
 
 # %% [markdown]
 # Bad input, refused with a message:

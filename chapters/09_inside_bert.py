@@ -466,12 +466,12 @@ print(f"uniform share ≈ {uniform:.1%}; strongest previous-token head "
       f"{statistics['next token'].max():.0%}")
 
 # %% [markdown]
-# The same weights, one sentence pair at a time, in **bertviz**: pick a layer, hover over a
-# token to see where each head (one colour each) sends its attention. Try "bank" in both
-# sentences.
+# The same weights for one sentence pair: the middle layer's heads, then **bertviz**'s
+# view of every layer (in a notebook: pick a layer, hover over a token to see where each
+# head sends its attention; try "bank" in both sentences).
 
 # %% tags=["nbval-ignore-output"]
-from bertviz import head_view
+from bertbook.views import show_attention
 
 pair = tokenizer.encode("She sat on the bank of the river.",
                         "Later she paid her rent at the bank.")
@@ -481,8 +481,8 @@ with torch.no_grad():
                             output_attentions=True).attentions
 # bertviz writes every weight into the page: 3 decimals (in float64, which prints them
 # short) are plenty to draw
-head_view(tuple(a.cpu().double().round(decimals=3) for a in pair_attentions), pair.tokens,
-          sentence_b_start=pair.tokens.index("[SEP]") + 1)
+show_attention(tuple(a.cpu().double().round(decimals=3) for a in pair_attentions), pair.tokens,
+               layer=len(pair_attentions) // 2, sentence_b_start=pair.tokens.index("[SEP]") + 1)
 
 # %% [markdown]
 # ## Probing: what does each layer know?
