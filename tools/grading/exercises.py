@@ -43,7 +43,9 @@ GRADE_ID = re.compile(r"ex(\d+)_(\d+)_(statement|answer|tests|written)")
 
 def grade_id_of(cell: nbformat.NotebookNode) -> str:
     """The nbgrader grade id a cell carries ("" for a cell that is no exercise's)."""
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+    fields = cell.get("metadata", {}).get("nbgrader", {})
+    grade_id = fields.get("grade_id", "") if isinstance(fields, dict) else ""
+    return grade_id if isinstance(grade_id, str) else ""
 
 
 def parse_grade_id(grade_id: str) -> tuple[str, str] | None:

@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +55,11 @@ from tools.grading.course import COURSE_ID, config_flags, generate, nbgrader
 from tools.grading.exercises import exercise_cells, grade_id_of, parse_grade_id
 from tools.grading.hooks import TOKEN_VARIABLE
 
-FIELDS = ["student", "chapter", "exercise", "points", "max_points", "reason"]
+# reason: always the grader's own words. review: "yes" where a person should look.
+# student_text: text the student's work controls (an error's message, a written answer),
+# bounded and kept apart, so nothing a submission prints can pass for the grader's words.
+FIELDS = ["student", "chapter", "exercise", "points", "max_points", "reason", "review",
+          "student_text"]
 CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # what nbgrader's stub says
 NOT_FOUND = "answer cell not found (was its cell deleted?)"
 INSTRUCTOR_COPY = ("this is the instructor's copy of the chapter (solutions included, as the "
@@ -66,6 +71,16 @@ LIBRARY = [ROOT / "bertlib", ROOT / "bertbook", ROOT / "data"]
 # reads a student id as a file pattern, and a folder name is the student's to choose.
 NBGRADER_STUDENT = "student"
 EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]{0,60}")
+# The only notes the sandbox writes when it stops a kernel (sandbox._stop); the file lies in
+# the folder the kernel shares, so any other text in it was not written by the sandbox.
+SANDBOX_NOTE = re.compile(r"(wall-clock limit: \d+ s|disk limit: more than \d+ MB written)")
+GRADER_ERROR = "the grader could not grade this notebook ({name}); review by hand"
+NO_LAYOUT = ("no notebooks found in {folder}. Expected one folder per student, each holding "
+             "the chapters' notebooks (SUBMISSIONS/<student>/05_masking.ipynb), or nbgrader's "
+             "layout (SUBMISSIONS/submitted/<student>/<assignment>/05_masking.ipynb)")
+FLAT_FOLDER = ("{folder} holds notebooks directly ({names}), so whose each is cannot be told. "
+               "Put each student's notebooks in a folder named after the student "
+               "(SUBMISSIONS/<student>/05_masking.ipynb) and grade again")
 
 
 @dataclass
@@ -76,6 +91,8 @@ class Row:
     points: float | str
     max_points: float | str
     reason: str
+    review: str = ""  # "yes": a person should look
+    student_text: str = ""
 
 
 @dataclass
@@ -83,7 +100,7 @@ class Graded:
     """nbgrader graded the notebook: points and reasons per code exercise."""
 
     scores: dict[str, float]
-    reasons: dict[str, str]
+    reasons: dict[str, tuple[str, str]]  # (the grader's words, the student's message)
 
 
 @dataclass
@@ -91,7 +108,7 @@ class Stopped:
     """nbgrader gave up on the notebook while `exercise` was running (None: elsewhere)."""
 
     exercise: str | None
-    why: str
+    why: tuple[str, str]  # (the grader's words, text the student's code wrote)
 
 
 @dataclass
@@ -146,7 +163,25 @@ class Grader:
         shutil.rmtree(self.template, ignore_errors=True)
 
     def rows(self, found: intake.Found) -> list[Row]:
-        """The rows of one submitted notebook."""
+        """The rows of one submitted notebook, and its total. Anything that goes wrong in
+        grading it (a notebook the parser chokes on, a grader bug) is this student's row, to
+        review by hand: the batch goes on."""
+        try:
+            rows = self._graded_rows(found)
+        except Exception as error:  # noqa: BLE001 - RecursionError, MemoryError, anything
+            reason = GRADER_ERROR.format(name=type(error).__name__)
+            rows = [Row(found.student, self.chapter.stem, e, 0.0, 1.0, reason, "yes")
+                    for e in self.code]
+        return rows + [self._total(found.student, rows)]
+
+    def _total(self, student: str, rows: list[Row]) -> Row:
+        scored = [row for row in rows if isinstance(row.points, float)]
+        pending = len(rows) - len(scored)
+        reason = f"plus {pending} written, graded by hand" if pending else "all graded"
+        return Row(student, self.chapter.stem, "total", sum(r.points for r in scored),
+                   float(len(scored)), reason, "yes" if any(r.review for r in rows) else "")
+
+    def _graded_rows(self, found: intake.Found) -> list[Row]:
         if found.refused:
             return self._all_zero(found.student, found.refused)
         try:
@@ -166,25 +201,32 @@ class Grader:
         rows = []
         for exercise in self.code:
             points = scores.get(exercise, 0.0) if exercise in answers else 0.0
+            text = ""
             if exercise not in answers:
                 reason = NOT_FOUND
-            else:  # a point scored means the tests passed, whatever else printed an error
-                reason = "ok" if points else reasons.get(exercise, "ok")
+            elif points:  # a point scored means the tests passed, whatever else printed
+                reason = "ok"
+            else:
+                reason, text = reasons.get(exercise, ("ok", ""))
+            review = ""
             for where, names in flags.items():
                 if where == f"answer {exercise}" or not where.startswith("answer"):
                     reason += "; " + REVIEW.format(where=where, names=", ".join(names[:6]))
+                    review = "yes"
             rows.append(Row(found.student, self.chapter.stem, exercise, points, 1.0,
-                            "; ".join([reason, *notes, *found.notes])))
-        rows += [Row(found.student, self.chapter.stem, e, "", 1.0, "written: graded by hand")
-                 for e in self.written]
+                            "; ".join([reason, *notes, *found.notes]), review, text))
+        written = written_answers(notebook)
+        rows += [Row(found.student, self.chapter.stem, e, "", 1.0, "written: graded by hand",
+                     "", excerpt(written.get(e, ""), 300)) for e in self.written]
         return sorted(rows, key=lambda row: tuple(map(int, row.exercise.split("."))))
 
     def _all_zero(self, student: str, reason: str) -> list[Row]:
         return [Row(student, self.chapter.stem, e, 0.0, 1.0, reason) for e in self.code]
 
-    def _autograde(self, submission: Submission) -> tuple[dict[str, float], dict[str, str]]:
+    def _autograde(self, submission: Submission
+                   ) -> tuple[dict[str, float], dict[str, tuple[str, str]]]:
         """Scores and reasons per code exercise, replacing answers that kill the kernel."""
-        stubbed: dict[str, str] = {}
+        stubbed: dict[str, tuple[str, str]] = {}
         while True:
             outcome = self._autograde_once(submission, stubbed)
             if isinstance(outcome, Graded):
@@ -209,8 +251,8 @@ class Grader:
             try:
                 result = self._run_autograde(base)
             except subprocess.TimeoutExpired:
-                return Stopped(None, f"wall-clock limit: the notebook ran more than "
-                                     f"{self.settings.notebook_timeout} s")
+                return Stopped(None, (f"wall-clock limit: the notebook ran more than "
+                                      f"{self.settings.notebook_timeout} s", ""))
             scores = self._scores(private / "gradebook.db")
             graded = course / "autograded" / NBGRADER_STUDENT / self.chapter.stem
             if scores is None or not graded.exists():
@@ -269,14 +311,15 @@ class Grader:
                     scores[parsed[0]] = float(grade.score or 0.0)
             return scores
 
-    def _reasons(self, graded: Path) -> dict[str, str]:
-        """Exercise -> the first error in its answer or tests cell, from the graded notebook."""
-        reasons: dict[str, str] = {}
+    def _reasons(self, graded: Path) -> dict[str, tuple[str, str]]:
+        """Exercise -> the first error in its answer or tests cell, from the graded notebook:
+        (the grader's words, the error's own message)."""
+        reasons: dict[str, tuple[str, str]] = {}
         for cell in nbformat.read(graded, as_version=4).cells:
             parsed = parse_grade_id(grade_id_of(cell))
             error = _first_error(cell, self.settings.cell_timeout)
             if parsed and parsed[1] in ("answer", "tests") and error:
-                reasons.setdefault(parsed[0], f"{parsed[1]} cell: {error}")
+                reasons.setdefault(parsed[0], (f"{parsed[1]} cell: {error[0]}", error[1]))
         return reasons
 
     def _what_stopped(self, base: Path, log: str) -> Stopped:
@@ -284,8 +327,12 @@ class Grader:
         started = progress.read_text().split() if progress.exists() else []
         parsed = parse_grade_id(started[-1]) if started else None
         limit = base / "course" / "runtime" / sandbox.LIMIT_FILE
-        if limit.is_file() and not limit.is_symlink():
-            why = f"the sandbox stopped it at its {excerpt(limit.read_text(), 80)}"
+        note = limit.read_text(errors="replace")[:200].strip() \
+            if limit.is_file() and not limit.is_symlink() else ""
+        if SANDBOX_NOTE.fullmatch(note):
+            why = f"the sandbox stopped it at its {note}"
+        elif note:  # the kernel can write that file too: not the sandbox's words
+            why = "the kernel stopped and left a note the sandbox never writes: review by hand"
         elif "unresponsive" in log:
             why = "Timeout: the kernel could not be interrupted (an endless loop?)"
         elif "DeadKernelError" in log or "Kernel died" in log:
@@ -294,7 +341,7 @@ class Grader:
             last = log.strip().splitlines()[-1] if log.strip() else "no message"
             why = f"nbgrader could not grade it: {excerpt(last, 160)}"
         running = parsed[0] if parsed and parsed[1] in ("answer", "tests") else None
-        return Stopped(running, why)
+        return Stopped(running, (why, excerpt(note, 160) if note else ""))
 
 
 # nbgrader reads this from its working folder. The hook records which cell is running, so a
@@ -345,37 +392,52 @@ def _with_stubs(notebook: nbformat.NotebookNode, stubbed: dict[str, str]
     return copy
 
 
-def _first_error(cell: nbformat.NotebookNode, cell_timeout: int) -> str | None:
-    """The cell's first error in the grader's words: the exception's name and a bounded,
-    sanitised excerpt of its message (the student's code writes the message)."""
+def _first_error(cell: nbformat.NotebookNode, cell_timeout: int) -> tuple[str, str] | None:
+    """The cell's first error: (the grader's words, with the exception's name; a bounded,
+    sanitised excerpt of its message, which the student's code writes)."""
     for output in cell.get("outputs", []):
         if output.get("output_type") != "error":
             continue
         name = output.get("ename", "")
         if name in ("KeyboardInterrupt", "CellTimeoutError"):
-            return f"Timeout: interrupted after {cell_timeout} s (an endless loop?)"
+            return f"Timeout: interrupted after {cell_timeout} s (an endless loop?)", ""
         name = name if EXCEPTION_NAME.fullmatch(name) else "an error"
-        return f"{name}: {excerpt(str(output.get('evalue', '')), 160)}"
+        return name, excerpt(str(output.get("evalue", "")), 160)
     return None
 
 
+def written_answers(notebook: nbformat.NotebookNode) -> dict[str, str]:
+    """Exercise -> the text of the student's written answer (nbgrader's markdown cell)."""
+    found: dict[str, str] = {}
+    for cell in notebook.cells:
+        parsed = parse_grade_id(grade_id_of(cell))
+        if parsed and parsed[1] == "written" and cell.cell_type == "markdown":
+            found.setdefault(parsed[0], cell.source)
+    return found
+
+
 def grade_folder(submissions: Path, cell_timeout: int = 60, isolate: bool = True,
-                 network: bool = False, notebook_timeout: int = 1800) -> list[Row]:
-    """Every row for every submission under `submissions`, in a fixed order."""
+                 network: bool = False, notebook_timeout: int = 1800,
+                 on_rows: Callable[[list[Row]], None] = lambda rows: None) -> list[Row]:
+    """Every row for every submission under `submissions`, in a fixed order; `on_rows`
+    gets each student's rows as soon as they are graded. intake.LayoutError where the
+    folder is in no layout the grader reads."""
     settings = Settings(cell_timeout, notebook_timeout, isolate, network)
     chapters = {path.stem for path in chapter_sources(ROOT)}
+    folders = intake.submission_folders(submissions)
     rows, graders = [], {}
     try:
-        for student_dir in intake.student_folders(submissions):
-            found, unknown = intake.chapter_files(student_dir, chapters)
-            rows += [Row(student_dir.name, name, "", 0, 0, "no such chapter")
-                     for name in unknown]
+        for student, folder in folders:
+            found, unknown = intake.chapter_files(folder, chapters, student)
+            theirs = [Row(student, name, "", 0, 0, "no such chapter") for name in unknown]
             for item in found:
                 if item.chapter not in graders:
                     graders[item.chapter] = Grader(
                         ROOT / "chapters" / f"{item.chapter}.py", settings)
-                print(f"grading {student_dir.name}/{item.path.name}", flush=True)
-                rows += graders[item.chapter].rows(item)
+                print(f"grading {student}/{item.path.name}", flush=True)
+                theirs += graders[item.chapter].rows(item)
+            on_rows(theirs)
+            rows += theirs
     finally:
         for grader in graders.values():
             grader.close()
@@ -394,7 +456,11 @@ def write_csv(rows: list[Row], path: Path) -> None:
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(FIELDS)
-        writer.writerows([spreadsheet_safe(getattr(row, f)) for f in FIELDS] for row in rows)
+        append_rows(writer, rows)
+
+
+def append_rows(writer, rows: list[Row]) -> None:
+    writer.writerows([spreadsheet_safe(getattr(row, f)) for f in FIELDS] for row in rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -419,9 +485,29 @@ def main(argv: list[str] | None = None) -> int:
     # A batch stopped with SIGTERM (a course server's shutdown, `timeout`) still removes
     # its temporary courses, which hold the instructor's notebooks and gradebooks.
     signal.signal(signal.SIGTERM, lambda number, frame: sys.exit(128 + number))
-    rows = grade_folder(args.submissions, args.cell_timeout, not args.no_isolation,
-                        args.allow_network, args.notebook_timeout)
-    write_csv(rows, args.out)
+    # Rows go to <out>.partial as each student is graded, so a batch stopped halfway keeps
+    # what finished; the last grades.csv is replaced only by a batch that graded someone.
+    partial = args.out.with_name(args.out.name + ".partial")
+    write_csv([], partial)
+    with open(partial, "a", newline="") as handle:
+        writer = csv.writer(handle)
+
+        def save(rows: list[Row]) -> None:
+            append_rows(writer, rows)
+            handle.flush()
+
+        try:
+            rows = grade_folder(args.submissions, args.cell_timeout, not args.no_isolation,
+                                args.allow_network, args.notebook_timeout, on_rows=save)
+        except intake.LayoutError as error:  # notebooks loose in the folder: whose?
+            partial.unlink()
+            parser.error(FLAT_FOLDER.format(folder=args.submissions, names=error.args[1]))
+    if not rows:
+        partial.unlink()
+        print(NO_LAYOUT.format(folder=args.submissions) + f"; {args.out} is left as it was",
+              file=sys.stderr)
+        return 1
+    os.replace(partial, args.out)
     print(f"wrote {len(rows)} rows to {args.out}")
     return 0
 

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         rows = grade_folder(folder.parent, cell_timeout=600)
     write_csv(rows, args.out)
-    lost = [row for row in rows if row.points not in ("", 1.0)]
+    lost = [row for row in rows if row.exercise != "total" and row.points not in ("", 1.0)]
     print(f"graded {len(rows)} exercises in {time.perf_counter() - started:.0f} s; "
           f"wrote {args.out}")
     for row in lost:

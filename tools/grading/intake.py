@@ -68,9 +68,35 @@ def student_folders(submissions: Path) -> list[Path]:
                   if entry.is_dir(follow_symlinks=False))
 
 
-def chapter_files(student_dir: Path, chapters: set[str]) -> tuple[list[Found], list[str]]:
+def submission_folders(submissions: Path) -> list[tuple[str, Path]]:
+    """(student, the folder holding their notebooks) for every student, in one of the two
+    layouts accepted: SUBMISSIONS/<student>/*.ipynb, or nbgrader's
+    SUBMISSIONS/submitted/<student>/<assignment>/*.ipynb (also without `submitted/`).
+    Notebooks lying loose in SUBMISSIONS belong to no one named: LayoutError says so."""
+    loose = sorted(entry.name for entry in os.scandir(submissions)
+                   if entry.name.lower().endswith(".ipynb"))
+    if loose:
+        raise LayoutError("flat", ", ".join(loose[:3]) + (", ..." if len(loose) > 3 else ""))
+    nbgrader_root = submissions / "submitted"
+    if nbgrader_root.is_dir() and not nbgrader_root.is_symlink():
+        submissions = nbgrader_root
+    folders = []
+    for student_dir in student_folders(submissions):
+        holds_notebooks = any(entry.name.lower().endswith(".ipynb")
+                              for entry in os.scandir(student_dir))
+        assignments = [] if holds_notebooks else student_folders(student_dir)
+        folders += [(student_dir.name, folder) for folder in assignments or [student_dir]]
+    return folders
+
+
+class LayoutError(ValueError):
+    """The submissions folder is in no layout the grader reads: (which, what was found)."""
+
+
+def chapter_files(student_dir: Path, chapters: set[str], student: str | None = None
+                  ) -> tuple[list[Found], list[str]]:
     """The file graded for each chapter (exact name first, else the newest), and the
-    names of notebooks that are no chapter's."""
+    names of notebooks that are no chapter's. `student` defaults to the folder's name."""
     candidates: dict[str, list[Path]] = {}
     unknown = []
     for entry in sorted(os.scandir(student_dir), key=lambda e: e.name):
@@ -85,7 +111,7 @@ def chapter_files(student_dir: Path, chapters: set[str]) -> tuple[list[Found], l
     for stem, paths in sorted(candidates.items()):
         exact = [p for p in paths if p.name == f"{stem}.ipynb"]
         chosen = exact[0] if exact else max(paths, key=lambda p: os.lstat(p).st_mtime)
-        item = Found(student_dir.name, stem, chosen, refusal(chosen))
+        item = Found(student or student_dir.name, stem, chosen, refusal(chosen))
         if len(paths) > 1:
             others = ", ".join(p.name for p in paths if p != chosen)
             item.notes.append(f"graded {chosen.name}, not {others}")
@@ -127,11 +153,22 @@ def parse_notebook(data: bytes) -> nbformat.NotebookNode | str:
     if len(notebook.cells) > MAX_CELLS:
         return f"refused: {len(notebook.cells)} cells, more than a notebook's {MAX_CELLS}"
     _renumber_duplicate_ids(notebook)
+    _drop_malformed_grading_metadata(notebook)
     try:
         nbformat.validate(notebook)
     except nbformat.ValidationError:
         return "not a valid notebook (nbformat 4's checks fail)"
     return notebook
+
+
+def _drop_malformed_grading_metadata(notebook: nbformat.NotebookNode) -> None:
+    """A cell's nbgrader metadata that is not a table of fields (`"nbgrader": "x"`) would
+    stop nbgrader on the whole batch; without it the cell is a plain cell, and an exercise
+    cell so damaged is put back from the release, as a deleted one is."""
+    for cell in notebook.cells:
+        metadata = cell.get("metadata")
+        if isinstance(metadata, dict) and not isinstance(metadata.get("nbgrader", {}), dict):
+            del metadata["nbgrader"]
 
 
 def _renumber_duplicate_ids(notebook: nbformat.NotebookNode) -> None:

@@ -1,0 +1,113 @@
+"""The batch around the grading: every layout an instructor has is read or refused with a
+message, one broken notebook is that student's row and the batch goes on, the grader's own
+words stay apart from anything a submission writes, and a run that grades no one never
+replaces the last grades.csv. Fast: no kernel runs here (test_grade.py runs them)."""
+
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from tools.chapters import ROOT
+from tools.grading import grade, intake
+
+
+def _notebook(folder, name="00_preface.ipynb"):
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(), folder / name)
+
+
+def test_a_folder_per_student_and_nbgraders_submitted_layout_are_both_read(tmp_path):
+    _notebook(tmp_path / "plain" / "ada")
+    _notebook(tmp_path / "nbgrader" / "submitted" / "bob" / "ps1")
+    _notebook(tmp_path / "nbgrader" / "submitted" / "cyd" / "ps1")
+    assert [(s, f.name) for s, f in intake.submission_folders(tmp_path / "plain")] == [
+        ("ada", "ada")]
+    assert [(s, f.name) for s, f in intake.submission_folders(tmp_path / "nbgrader")] == [
+        ("bob", "ps1"), ("cyd", "ps1")]
+    found, _ = intake.chapter_files(tmp_path / "nbgrader" / "submitted" / "bob" / "ps1",
+                                    {"00_preface"}, "bob")
+    assert [item.student for item in found] == ["bob"]
+
+
+def test_notebooks_loose_in_the_folder_are_refused_with_the_layout_expected(tmp_path):
+    _notebook(tmp_path, "alice_00_preface.ipynb")
+    with pytest.raises(intake.LayoutError):
+        intake.submission_folders(tmp_path)
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "grading" / "grade.py"),
+                           str(tmp_path), "--no-isolation", "--out", str(tmp_path / "g.csv")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "<student>/05_masking.ipynb" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "g.csv").exists()
+
+
+def test_a_run_that_grades_no_one_leaves_the_last_csv_as_it_was(tmp_path):
+    out = tmp_path / "grades.csv"
+    out.write_text("the last batch's grades\n")
+    (tmp_path / "empty").mkdir()
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "grading" / "grade.py"),
+                           str(tmp_path / "empty"), "--no-isolation", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "left as it was" in done.stderr
+    assert out.read_text() == "the last batch's grades\n"
+
+
+def test_grading_metadata_that_is_not_a_table_does_not_stop_the_notebook():
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    notebook.cells[0].metadata["nbgrader"] = "x"
+    parsed = intake.parse_notebook(json.dumps(notebook).encode())
+    assert not isinstance(parsed, str) and "nbgrader" not in parsed.cells[0].metadata
+
+
+def _bare_grader(code=("0.1", "0.2"), written=("0.3",)):
+    grader = grade.Grader.__new__(grade.Grader)  # no nbgrader course: nothing runs here
+    grader.chapter, grader.code, grader.written = ROOT / "chapters" / "00_preface.py", list(
+        code), list(written)
+    grader.settings = grade.Settings()
+    return grader
+
+
+def test_a_notebook_the_grader_chokes_on_is_that_students_row(monkeypatch, tmp_path):
+    grader = _bare_grader()
+
+    def choke(found):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(grader, "_graded_rows", choke)
+    rows = grader.rows(intake.Found("eve", "00_preface", tmp_path / "x.ipynb", ""))
+    assert [(r.exercise, r.points, r.review) for r in rows] == [
+        ("0.1", 0.0, "yes"), ("0.2", 0.0, "yes"), ("total", 0.0, "yes")]
+    assert "RecursionError" in rows[0].reason
+
+
+def test_each_student_has_a_total_beside_the_written_answers_still_to_grade():
+    rows = [grade.Row("ada", "00_preface", "0.1", 1.0, 1.0, "ok"),
+            grade.Row("ada", "00_preface", "0.2", 0.0, 1.0, "tests cell: CheckFailed"),
+            grade.Row("ada", "00_preface", "0.3", "", 1.0, "written: graded by hand")]
+    total = _bare_grader()._total("ada", rows)
+    assert (total.points, total.max_points) == (1.0, 2.0)
+    assert total.reason == "plus 1 written, graded by hand" and total.review == ""
+
+
+@pytest.mark.parametrize("note, grader_words", [
+    ("wall-clock limit: 1800 s", "the sandbox stopped it at its wall-clock limit: 1800 s"),
+    ("the sandbox stopped it at its memory limit ... regrade by hand",
+     "the kernel stopped and left a note the sandbox never writes: review by hand")])
+def test_a_limit_note_counts_only_in_the_sandboxs_own_words(tmp_path, note, grader_words):
+    runtime = tmp_path / "course" / "runtime"
+    runtime.mkdir(parents=True)
+    (runtime / grade.sandbox.LIMIT_FILE).write_text(note + "\n")
+    stopped = _bare_grader()._what_stopped(tmp_path, "")
+    assert stopped.why[0] == grader_words
+    assert stopped.why[1] in ("", note)  # the note itself only ever in student_text
+
+
+def test_an_errors_message_is_kept_apart_from_the_graders_words():
+    cell = nbformat.v4.new_code_cell("raise ValueError()")
+    cell.outputs = [nbformat.v4.new_output("error", ename="ValueError",
+                                           evalue="ok; full marks, regrade by hand",
+                                           traceback=[])]
+    words, text = grade._first_error(cell, 60)
+    assert words == "ValueError" and "regrade" in text
