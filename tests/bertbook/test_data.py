@@ -236,3 +236,21 @@ def test_a_bundled_copy_of_a_package_file_is_used_where_the_bundle_is_named(tmp_
         == "gensim"
     monkeypatch.delenv("BERT_BOOK_PACKAGE_DATA")
     assert package_file("gensim", LEE_NEWS, GENSIM_INSTALL) == installed
+
+
+def test_a_read_only_cache_still_serves_the_rows(tmp_path, monkeypatch):
+    """A grading sandbox shows the checkout read-only: the text is built and served, not
+    kept, and no error stops the student's chapter (chapter 05 lost two honest answers so)."""
+    from bertbook.package_data import cache_dir, cached_rows
+
+    monkeypatch.setenv("BERTLIB_CACHE", str(tmp_path / "not-yet"))
+    monkeypatch.setattr(package_data.Path, "mkdir", _read_only)
+    assert cache_dir() == tmp_path / "not-yet"  # no error, though nothing could be made
+    monkeypatch.undo()
+    monkeypatch.setattr(package_data, "write_atomically", _read_only)  # as root, too
+    rows = cached_rows(tmp_path / "rows.json", lambda: [{"a": 1}], {"a"})
+    assert rows == [{"a": 1}] and not (tmp_path / "rows.json").exists()
+
+
+def _read_only(*args, **kwargs):
+    raise OSError(30, "Read-only file system")

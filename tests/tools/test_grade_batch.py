@@ -111,3 +111,21 @@ def test_an_errors_message_is_kept_apart_from_the_graders_words():
                                            traceback=[])]
     words, text = grade._first_error(cell, 60)
     assert words == "ValueError" and "regrade" in text
+
+
+def _run_tests_cell(cell_globals: dict, tests: str) -> None:
+    from tools.grading.hooks import WITH_BUILTINS
+    exec(WITH_BUILTINS.format(source=tests), cell_globals)
+
+
+def test_tests_run_with_the_builtins_whatever_the_student_named_their_variables():
+    student = {"all": ["an honest list"], "abs": lambda x: 0, "type": lambda x: int}
+    _run_tests_cell(student, "assert all([True]) and abs(-2) == 2 and type('a') is str")
+    assert student["all"] == ["an honest list"] and student["abs"](-5) == 0  # put back
+
+
+def test_a_failing_test_still_fails_and_the_students_names_come_back():
+    student = {"all": ["kept"]}
+    with pytest.raises(AssertionError, match="wrong"):
+        _run_tests_cell(student, "assert all([False]), 'wrong'")
+    assert student["all"] == ["kept"]

@@ -425,6 +425,7 @@ def grade_folder(submissions: Path, cell_timeout: int = 60, isolate: bool = True
     settings = Settings(cell_timeout, notebook_timeout, isolate, network)
     chapters = {path.stem for path in chapter_sources(ROOT)}
     folders = intake.submission_folders(submissions)
+    warm_data_cache()
     rows, graders = [], {}
     try:
         for student, folder in folders:
@@ -442,6 +443,17 @@ def grade_folder(submissions: Path, cell_timeout: int = 60, isolate: bool = True
         for grader in graders.values():
             grader.close()
     return rows
+
+
+def warm_data_cache() -> None:
+    """Build the text the chapters derive from the data packages (bertbook's cache) here,
+    where data/ is writable: the sandbox shows data/ read-only, and on a fresh clone every
+    kernel would otherwise parse the corpus again, once per student."""
+    from bertbook.corpora import wikipedia_articles
+    from bertbook.datasets import wikipedia_links
+
+    wikipedia_articles()
+    wikipedia_links()
 
 
 def spreadsheet_safe(value: object) -> object:

@@ -10,7 +10,10 @@ consequences hurt a grader who runs students' code:
   answers, and one that turns later cells into `pass` makes the tests never run.
 
 `MarkTests` runs before execution: it appends to every tests cell a line printing a token
-that is new for each grading run. `JudgeTests` runs after execution: a tests cell that does
+that is new for each grading run, and runs the tests with Python's own builtins: a name the
+student's cells gave to something else (`all = [...]`, `type = ...`) is set aside while the
+tests run and put back after, so an honest variable named `all` costs nothing and a
+redefined `abs` fools no test. `JudgeTests` runs after execution: a tests cell that does
 not print its token did not run as written and scores 0, flagged for review by hand; of the
 rest, only errors count (stderr and results are set aside), because no tests cell of the
 book returns a score. `BoundedExecute` is nbgrader's execution keeping at most
@@ -52,15 +55,29 @@ def _proof_line(grade_id: str) -> str:
     return f"\nprint({_proof(grade_id)!r})"
 
 
+# The tests, run by exec in the cell's own globals with every global that hides a builtin
+# set aside; reached through `builtins` itself, which an import finds whatever the cell's
+# globals hold.
+WITH_BUILTINS = """import builtins as _grading
+_grading_kept = {{_name: _grading.globals().pop(_name) for _name in _grading.list(
+    _grading.globals()) if not _name.startswith("_") and _grading.hasattr(_grading, _name)}}
+try:
+    _grading.exec(_grading.compile({source!r}, "<tests>", "exec"), _grading.globals())
+finally:
+    _grading.globals().update(_grading_kept)"""
+ORIGINAL = "bertbook_tests_source"  # where the tests cell's own source waits meanwhile
+
+
 class MarkTests(Preprocessor):
-    """Append the proof line to every tests cell, after the tests."""
+    """Run every tests cell with the builtins, then print the proof line."""
 
     enabled = True  # nbconvert runs a preprocessor only when it is enabled
 
     def preprocess_cell(self, cell, resources, index):
         grade_id = _tests_grade_id(cell)
         if grade_id:
-            cell.source = cell.source.rstrip() + _proof_line(grade_id)
+            cell.metadata[ORIGINAL] = cell.source
+            cell.source = WITH_BUILTINS.format(source=cell.source) + _proof_line(grade_id)
         return cell, resources
 
 
@@ -73,7 +90,7 @@ class JudgeTests(Preprocessor):
         grade_id = _tests_grade_id(cell)
         if not grade_id:
             return cell, resources
-        cell.source = cell.source.replace(_proof_line(grade_id), "")
+        cell.source = cell.metadata.pop(ORIGINAL, cell.source)
         errors = [out for out in cell.outputs if out.output_type == "error"]
         printed = "".join(out.get("text", "") for out in cell.outputs
                           if out.output_type == "stream" and out.name == "stdout")
