@@ -40,8 +40,10 @@ student: setup    ## student copies in _build/student (nbgrader generate_assignm
 
 SUBMISSIONS ?= submissions
 TIMEOUT ?= 60
+NOTEBOOK_TIMEOUT ?= 1800
 grade: setup      ## nbgrader autograde of SUBMISSIONS/<student>/<chapter>.ipynb, sandboxed, into _build/grades.csv
-	$(PY) tools/grading/grade.py $(SUBMISSIONS) --cell-timeout $(TIMEOUT) --out _build/grades.csv
+	$(PY) tools/grading/grade.py $(SUBMISSIONS) --cell-timeout $(TIMEOUT) \
+		--notebook-timeout $(NOTEBOOK_TIMEOUT) --out _build/grades.csv
 
 grade-selftest: setup  ## grade every chapter's reference answers with nbgrader (all points expected)
 	$(PY) tools/grading/grade_selftest.py

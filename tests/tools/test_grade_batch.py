@@ -129,3 +129,22 @@ def test_a_failing_test_still_fails_and_the_students_names_come_back():
     with pytest.raises(AssertionError, match="wrong"):
         _run_tests_cell(student, "assert all([False]), 'wrong'")
     assert student["all"] == ["kept"]
+
+
+def test_a_notebook_has_one_wall_clock_budget_across_its_reruns(monkeypatch):
+    """A kernel that dies makes the grader stub that answer and run the notebook again; the
+    reruns share the notebook's budget instead of each starting the clock afresh."""
+    grader = _bare_grader()
+    grader.settings = grade.Settings(notebook_timeout=100)
+    clock, given = [0.0], []
+
+    def run_once(submission, stubbed, seconds):
+        given.append(seconds)
+        clock[0] += 70  # each run takes 70 s and kills the kernel in the next exercise
+        return grade.Stopped(f"0.{len(given)}", ("the kernel died", ""))
+
+    monkeypatch.setattr(grade.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(grader, "_autograde_once", run_once)
+    scores, reasons = grader._autograde(grade.Submission("ada", None))
+    assert given == [100, 30] and scores == {}
+    assert reasons["0.2"][0].startswith("wall-clock limit")

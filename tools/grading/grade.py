@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,19 +226,28 @@ class Grader:
 
     def _autograde(self, submission: Submission
                    ) -> tuple[dict[str, float], dict[str, tuple[str, str]]]:
-        """Scores and reasons per code exercise, replacing answers that kill the kernel."""
+        """Scores and reasons per code exercise, replacing answers that kill the kernel.
+        The notebook has one wall-clock budget for all its runs: a rerun gets what is left."""
         stubbed: dict[str, tuple[str, str]] = {}
+        deadline = time.monotonic() + self.settings.notebook_timeout
         while True:
-            outcome = self._autograde_once(submission, stubbed)
+            seconds = int(deadline - time.monotonic())
+            outcome = (self._autograde_once(submission, stubbed, seconds) if seconds > 0 else
+                       Stopped(None, (self._over_time, "")))
             if isinstance(outcome, Graded):
                 return outcome.scores, {**outcome.reasons, **stubbed}
             if outcome.exercise is None or outcome.exercise in stubbed:
                 return {}, {e: outcome.why for e in self.code}
             stubbed[outcome.exercise] = outcome.why
 
-    def _autograde_once(self, submission: Submission, stubbed: dict[str, str]
+    @property
+    def _over_time(self) -> str:
+        return f"wall-clock limit: the notebook ran more than {self.settings.notebook_timeout} s"
+
+    def _autograde_once(self, submission: Submission, stubbed: dict[str, str], seconds: int
                         ) -> Graded | Stopped:
-        """One nbgrader run in a fresh course, with the `stubbed` answers replaced."""
+        """One nbgrader run in a fresh course, with the `stubbed` answers replaced, in at
+        most `seconds`."""
         base = Path(tempfile.mkdtemp(prefix="bertbook-grading-"))
         try:
             course, private = base / "course", base / "private"
@@ -249,10 +259,9 @@ class Grader:
             target.mkdir(parents=True)
             nbformat.write(notebook, target / f"{self.chapter.stem}.ipynb")
             try:
-                result = self._run_autograde(base)
+                result = self._run_autograde(base, seconds)
             except subprocess.TimeoutExpired:
-                return Stopped(None, (f"wall-clock limit: the notebook ran more than "
-                                      f"{self.settings.notebook_timeout} s", ""))
+                return Stopped(None, (self._over_time, ""))
             scores = self._scores(private / "gradebook.db")
             graded = course / "autograded" / NBGRADER_STUDENT / self.chapter.stem
             if scores is None or not graded.exists():
@@ -261,11 +270,11 @@ class Grader:
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
-    def _run_autograde(self, base: Path) -> subprocess.CompletedProcess[str]:
+    def _run_autograde(self, base: Path, seconds: int) -> subprocess.CompletedProcess[str]:
         course, private = base / "course", base / "private"
         kernel_env = {"BERT_BOOK_SIZE": "smoke", "MPLBACKEND": "Agg",
                       "BERT_BOOK_RUNS": f"{sandbox.HOME}/runs"}
-        _write_kernelspec(private / "jupyter", self._kernel_argv(base, kernel_env),
+        _write_kernelspec(private / "jupyter", self._kernel_argv(base, kernel_env, seconds),
                           kernel_env)
         (private / "nbgrader_config.py").write_text(_CONFIG.format(
             root=json.dumps(str(ROOT)), progress=json.dumps(str(private / "progress.txt")),
@@ -277,18 +286,18 @@ class Grader:
         return nbgrader("autograde", self.chapter.stem, f"--student={NBGRADER_STUDENT}", "--force",
                         f"--BoundedExecute.timeout={self.settings.cell_timeout}",
                         *config_flags(course, private / "gradebook.db"),
-                        cwd=private, env=env, timeout=self.settings.notebook_timeout + 60)
+                        cwd=private, env=env, timeout=seconds + 60)  # 60: nbgrader's start
 
     @property
     def _sealed_off(self) -> bool:
         """The kernel has no network: Jupyter's messages go through files (ipc), not TCP."""
         return self.settings.isolate and not self.settings.network
 
-    def _kernel_argv(self, base: Path, env: dict[str, str]) -> list[str]:
+    def _kernel_argv(self, base: Path, env: dict[str, str], seconds: int) -> list[str]:
         kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         if not self.settings.isolate:
             return kernel
-        limits = sandbox.Limits(seconds=self.settings.notebook_timeout)
+        limits = sandbox.Limits(seconds=seconds)
         return sandbox.command(base / "course" / "runtime", base / "root",
                                [*sandbox.python_paths(), *LIBRARY], kernel, env, limits,
                                network=self.settings.network)
