@@ -188,10 +188,15 @@ def test_the_quick_serving_benchmark_writes_its_table(root, tmp_path):
     done = subprocess.run([sys.executable, str(root / "benchmarks" / "serving.py"), "--quick",
                            "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "| 1 x 16 |" in (tmp_path / "serving.md").read_text()
-    (row,) = json.loads((tmp_path / "serving.json").read_text())
-    assert set(row["seconds"]) == {"eager", "compiled", "onnxruntime"}
+    table = (tmp_path / "serving.md").read_text()
+    assert "| runtime | 1 x 16 | dev accuracy |" in table and "| bertlib fused int8 |" in table
+    results = json.loads((tmp_path / "serving.json").read_text())
+    (row,) = results["shapes"]
+    assert set(row["seconds"]) == {"eager", "compiled", "onnxruntime", "bertlib fused",
+                                   "bertlib fused int8", "transformers fused"}
     assert all(seconds > 0 for seconds in row["seconds"].values())
+    assert row["largest_logit_gap"]["bertlib fused"] < 1e-3
+    assert set(results["dev_accuracy"]) == {"eager", "bertlib fused", "bertlib fused int8"}
 
 
 def test_the_readme_shows_the_committed_serving_table(root):
