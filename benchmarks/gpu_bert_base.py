@@ -33,7 +33,12 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from bertbook.measure import datasheet_peak_flops, training_flops_per_token, training_step
+from bertbook.measure import (
+    datasheet_peak_flops,
+    native_logs_silenced,
+    training_flops_per_token,
+    training_step,
+)
 from bertlib.batch import IGNORE_INDEX
 from bertlib.core.config import BertConfig
 from bertlib.pretraining.models import BertForPreTraining
@@ -54,7 +59,7 @@ def attention_kernels(run: Callable[[], object]) -> list[str]:
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as profiler:
+    with native_logs_silenced(), profile(activities=activities) as profiler:
         run()
     names = {event.key for event in profiler.key_averages()}
     return sorted({kernel for operator, kernel in SDPA_KERNELS.items()
@@ -140,7 +145,7 @@ def time_breakdown(step: Callable[[], object], top: int = 12) -> list[dict]:
     on_gpu = torch.cuda.is_available()
     if on_gpu:
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities) as profiler:
+    with native_logs_silenced(), profile(activities=activities) as profiler:
         step()
     key = "self_device_time_total" if on_gpu else "self_cpu_time_total"
     events = sorted(profiler.key_averages(), key=lambda e: getattr(e, key, 0), reverse=True)

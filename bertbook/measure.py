@@ -2,7 +2,9 @@
 timings and peak memory, one training step as a closure, FLOPs per token and model FLOPs
 utilisation against datasheet peaks, and the paper's compute budget."""
 
+import contextlib
 import ctypes
+import os
 import re
 import statistics
 import sys
@@ -28,7 +30,24 @@ __all__ = [
     "datasheet_peak_flops",
     "matmul_flops_per_second",
     "PretrainingBudget",
+    "native_logs_silenced",
 ]
+
+
+@contextlib.contextmanager
+def native_logs_silenced():
+    """Within it, what C++ code writes to standard error goes nowhere: torch's profiler logs
+    its own start and stop there ("USDT: ... profiler_start"), and no setting turns that
+    off. Python's errors still raise as usual; only native log lines are lost."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as nowhere:
+        os.dup2(nowhere.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def interleaved_timings(steps: dict[str, Callable[[], object]], repeats: int,

@@ -211,12 +211,14 @@ def show(table: list[dict]) -> None:
 # %% tags=["nbval-ignore-output"]
 from torch.profiler import ProfilerActivity, profile
 
+from bertbook.measure import native_logs_silenced
+
 model = fresh_model()
 step = training_step(model, batch)
 step()  # warm-up
 activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE.type == "cuda"
                                        else [])
-with profile(activities=activities) as profiler:
+with native_logs_silenced(), profile(activities=activities) as profiler:  # its log lines
     step()
 sort_key = "self_cuda_time_total" if DEVICE.type == "cuda" else "self_cpu_time_total"
 print(profiler.key_averages().table(sort_by=sort_key, row_limit=8, max_name_column_width=40))

@@ -26,3 +26,16 @@ def test_the_product_shrinks_until_it_fits_the_time_budget(monkeypatch, rate, ex
 
 def test_the_real_product_reads_a_positive_rate():
     assert measure.matmul_flops_per_second(torch.device("cpu"), size=256, repeats=1) > 0
+
+
+def test_native_log_lines_are_silenced_and_stderr_comes_back(capfd):
+    """The profiler's own log lines reach file descriptor 2 from C++; inside the context
+    they go nowhere, and afterwards stderr works again."""
+    import os
+
+    from bertbook.measure import native_logs_silenced
+
+    with native_logs_silenced():
+        os.write(2, b"USDT: profiler_start\n")
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "after\n"
