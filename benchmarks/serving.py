@@ -31,14 +31,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime
 import torch
-from onnxruntime.quantization import QuantType, quantize_dynamic
-from onnxruntime.transformers.optimizer import optimize_model
 
 from bertbook.datasets import minilm_dir, rotten_tomatoes
 from bertbook.measure import interleaved_timings, medians
+from bertbook.serving import cpu_session, fused_onnx, int8_onnx, optimized
 from bertlib import (
     BertConfig,
     BertForSequenceClassification,
@@ -46,7 +44,6 @@ from bertlib import (
     FineTuningRecipe,
     fine_tune_classifier,
 )
-from bertlib.serving import export_onnx
 
 RESULTS = Path(__file__).resolve().parent / "results"
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -100,17 +97,6 @@ def export(model: torch.nn.Module, example: dict[str, torch.Tensor], folder: Pat
     return path
 
 
-def fused(model: torch.nn.Module, path: Path) -> Path:
-    """The file onnxruntime's BERT optimiser makes of an export: fused kernels."""
-    config = model.config
-    optimized = optimize_model(str(path), model_type="bert",
-                               num_heads=config.num_attention_heads,
-                               hidden_size=config.hidden_size)
-    target = path.with_name(path.stem + "-fused.onnx")
-    optimized.save_model_to_file(str(target))
-    return target
-
-
 def transformers_export(model: torch.nn.Module, example: dict[str, torch.Tensor],
                         folder: Path) -> Path:
     """transformers' BertForSequenceClassification with the same weights (loaded from the
@@ -133,27 +119,11 @@ def transformers_export(model: torch.nn.Module, example: dict[str, torch.Tensor]
 def onnx_files(model: torch.nn.Module, example: dict[str, torch.Tensor], folder: Path
                ) -> dict[str, Path]:
     """Each onnxruntime row's file."""
-    ours = fused(model, export_onnx(model, folder / "bertlib.onnx"))
-    int8 = folder / "bertlib-int8.onnx"
-    # The fused operators are onnxruntime's own, which ONNX's shape inference cannot type:
-    # their outputs are float32, said outright.
-    quantize_dynamic(str(ours), str(int8), weight_type=QuantType.QInt8,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    ours = fused_onnx(model, folder)
     return {"onnxruntime": export(model, example, folder), "bertlib fused": ours,
-            "bertlib fused int8": int8,
-            "transformers fused": fused(model, transformers_export(model, example, folder))}
-
-
-def session(path: Path, threads: int) -> onnxruntime.InferenceSession:
-    """An onnxruntime session as a server sharing its cores would run it: `threads` threads
-    that do not spin-wait between calls."""
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(str(path), options,
-                                        providers=["CPUExecutionProvider"])
+            "bertlib fused int8": int8_onnx(ours),
+            "transformers fused": optimized(transformers_export(model, example, folder),
+                                            model.config)}
 
 
 def runtimes(model: torch.nn.Module, files: dict[str, Path], threads: int):
@@ -167,7 +137,7 @@ def runtimes(model: torch.nn.Module, files: dict[str, Path], threads: int):
         return run
 
     def onnx_logits(path):
-        runner = session(path, threads)
+        runner = cpu_session(path, threads)
         return lambda batch: runner.run(None, {key: batch[key].numpy() for key in INPUTS})[0]
 
     return {"eager": torch_logits(model), "compiled": torch_logits(compiled),

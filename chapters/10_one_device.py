@@ -725,6 +725,52 @@ print(f"at this device's measured {flops_here / 1e9:,.0f} GFLOP/s: {hours:,.0f} 
 # `benchmarks/gpu_bert_base.py` measure BERT-base itself.) One device has now been pushed
 # as far as this chapter goes; chapter 11 adds more of them.
 
+# %% [markdown]
+# ## Serving on a CPU
+#
+# After training, a classifier answers requests, often on a server's CPUs, where three
+# steps make it faster. **Export** it as one graph (ONNX) that a runtime can optimise as a
+# whole: `bertlib.serving.export_onnx` writes the graph in the shape onnxruntime's BERT
+# optimiser recognises. **Fuse**: the optimiser puts one kernel in place of each layer's
+# dozen small attention operators, and of the embedding sums and layer norms, so the
+# activations cross memory fewer times. **Quantise**: keep the weights as 8-bit integers and
+# multiply in int8, which CPUs with VNNI instructions do several times faster than fp32, at
+# some cost in accuracy that `benchmarks/serving.py` measures on a fine-tuned model (its
+# table is in the README). Speed does not depend on what the head learned, so here MiniLM
+# with a fresh head is timed at 8 × 128, on this machine's CPU:
+
+# %% tags=["nbval-ignore-output"]
+import importlib.util
+import tempfile
+from pathlib import Path
+
+from bertlib.finetuning.models import BertForSequenceClassification
+from bertlib.finetuning.run import new_head_expected
+
+if not all(importlib.util.find_spec(name) for name in ("onnx", "onnxruntime")):
+    print("onnx and onnxruntime are not installed: pip install 'bertlib[onnx]' to run this")
+else:
+    from bertbook.serving import cpu_session, fused_onnx, int8_onnx
+
+    with new_head_expected():
+        served = BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
+    threads = torch.get_num_threads()
+    ids = batch["input_ids"][:8, :128].cpu()  # 8 rows of real text, as 8 requests at once
+    request = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+               "token_type_ids": torch.zeros_like(ids)}
+    fused_file = fused_onnx(served.eval(), Path(tempfile.mkdtemp()))
+    sessions = {"fused": cpu_session(fused_file, threads),
+                "fused int8": cpu_session(int8_onnx(fused_file), threads)}
+    feed = {name: tensor.numpy() for name, tensor in request.items()}
+    steps = {"eager torch": lambda: served(**request).logits}
+    steps |= {name: (lambda s=s: s.run(None, feed)) for name, s in sessions.items()}
+    with torch.no_grad():
+        serving_ms = {name: t * 1000 for name, t in medians(
+            interleaved_timings(steps, repeats=S["repeats"] * 4)).items()}
+    for name, ms in serving_ms.items():
+        print(f"{name:12} {ms:7.1f} ms for {len(feed['input_ids'])} x "
+              f"{feed['input_ids'].shape[1]}   {serving_ms['eager torch'] / ms:.2f}x eager")
+
 # %%
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
@@ -739,9 +785,10 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #   `datasheet_peak_flops`, `matmul_flops_per_second`, and `PretrainingBudget`.
 # * Chapter 04's `BertModel` gained `position_ids`, a `(batch, seq, seq)` attention mask
 #   and `encoder.gradient_checkpointing`.
-# * Measured here: each lever's speed and memory, MFU, and the paper's budget in hours of
-#   this device. `make bench` compares bertlib's whole pretraining step with
-#   `transformers`'.
+# * `bertlib.serving.export_onnx`: the export onnxruntime fuses, for serving on a CPU.
+# * Measured here: each lever's speed and memory, MFU, the paper's budget in hours of this
+#   device, and serving's fused and int8 speed. `make bench` compares bertlib's whole
+#   pretraining step with `transformers`'.
 #
 # ## Exercises
 #

@@ -1,0 +1,57 @@
+"""Serving on a CPU, for chapter 10's last section and benchmarks/serving.py: the fused and
+int8 files onnxruntime runs, and a session configured as a server sharing its cores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+__all__ = ["fused_onnx", "int8_onnx", "cpu_session"]
+
+
+def fused_onnx(model: torch.nn.Module, folder: Path) -> Path:
+    """bertlib.serving.export_onnx, then onnxruntime's BERT optimiser: the fused file."""
+    from bertlib.serving import export_onnx
+
+    plain = export_onnx(model, folder / "classifier.onnx")
+    return optimized(plain, model.config)
+
+
+def optimized(path: Path, config) -> Path:
+    """The file onnxruntime's BERT optimiser makes of an export: fused kernels."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    fused = optimize_model(str(path), model_type="bert", num_heads=config.num_attention_heads,
+                           hidden_size=config.hidden_size)
+    target = path.with_name(path.stem + "-fused.onnx")
+    fused.save_model_to_file(str(target))
+    return target
+
+
+def int8_onnx(fused: Path) -> Path:
+    """onnxruntime's dynamic int8 quantisation of a fused file: weights stored as 8-bit
+    integers, activations quantised on the fly, products in int8."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target = fused.with_name(fused.stem + "-int8.onnx")
+    # The fused operators are onnxruntime's own, which ONNX's shape inference cannot type:
+    # their outputs are float32, said outright.
+    quantize_dynamic(str(fused), str(target), weight_type=QuantType.QInt8,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    return target
+
+
+def cpu_session(path: Path, threads: int):
+    """An onnxruntime session as a server sharing its cores would run it: `threads` threads
+    that do not spin-wait between calls (by default they do, taking the cores that other
+    work, torch included, runs on next)."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
