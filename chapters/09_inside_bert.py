@@ -487,6 +487,8 @@ show_attention(tuple(a.cpu().double().round(decimals=3) for a in pair_attentions
 # %% [markdown]
 # ## Probing: what does each layer know?
 #
+# ![A linear probe on each layer of a frozen encoder](figures/probing.svg)
+#
 # A *probe* is a deliberately weak classifier — here a linear one, logistic regression —
 # trained on a frozen layer's vectors to predict some property. If a linear probe can read
 # the property off a layer, that layer represents it plainly (Alain & Bengio, 2016;

@@ -205,6 +205,8 @@ def show(table: list[dict]) -> None:
 # %% [markdown]
 # ## Where the time goes
 #
+# ![One step: forward, loss, backward (twice the FLOPs), AdamW](figures/step_time.svg)
+#
 # PyTorch's profiler records every operator a step runs. Grouped by operator, the table
 # shows where a training step of our model spends its time on this device.
 

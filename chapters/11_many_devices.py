@@ -76,6 +76,8 @@ print(budget_report([], DEVICE))
 # the backward pass in buckets of gradients. `torchrun` starts the processes and tells
 # each its `RANK`, `LOCAL_RANK` and `WORLD_SIZE` through environment variables.
 #
+# ![Data parallelism: a slice of the batch per rank, gradients averaged](figures/all_reduce.svg)
+#
 # Chapter 06's `Trainer` was written with three slots for this — `rank`, `world_size` and
 # `forward_model` — and one hook, `_whole_batch`. The data-parallel trainer fills them in:
 # rank 0 alone logs and writes checkpoints, and the step's loss is averaged over the

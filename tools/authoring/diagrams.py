@@ -187,19 +187,27 @@ def attention_one_token(axis: plt.Axes) -> None:
 
 
 def multi_head(axis: plt.Axes) -> None:
-    """The multi-head split and merge: one width, several heads, one width again."""
-    label(axis, 0.2, 5.8, "hidden = heads × head size", ha="left", weight="bold")
-    box(axis, 0.4, 4.4, 9.6, 0.9, "one token's vector (hidden, e.g. 768)", color="token", size=9)
+    """Queries, keys and values projected from each token, split into heads, each head
+    attending on its own slice, merged back to one width."""
+    label(axis, 0.2, 8.3, "hidden = heads × head size", ha="left", weight="bold")
+    box(axis, 0.4, 6.9, 9.6, 0.9, "one token's vector (hidden, e.g. 768)", color="token",
+        size=9)
+    for index, name in enumerate(("query", "key", "value")):
+        x = 0.4 + index * 3.3
+        arrow(axis, (x + 1.5, 6.85), (x + 1.5, 6.15))
+        box(axis, x, 5.2, 3.0, 0.9, f"{name}: linear", color="segment", size=9)
+    label(axis, 10.4, 5.65, "three projections,\nhidden → hidden", ha="left", size=8.5)
     colors = ("attention", "segment", "head", "position")
     for head in range(4):
         x = 0.4 + head * 2.45
         box(axis, x, 2.5, 2.25, 0.9, f"head {head + 1}", color=colors[head], size=9)
-        arrow(axis, (x + 1.1, 4.35), (x + 1.1, 3.45))
+        arrow(axis, (x + 1.1, 5.15), (x + 1.1, 3.45))
         arrow(axis, (x + 1.1, 2.45), (x + 1.1, 1.55))
-    label(axis, 10.4, 2.95, "each head attends\non its own slice", ha="left", size=8.5)
+    label(axis, 10.4, 4.3, "view(batch, seq,\nheads, head size)", ha="left", size=8.5)
+    label(axis, 10.4, 2.95, "each head attends\non its own slice\nof q, k and v", ha="left",
+          size=8.5)
     box(axis, 0.4, 0.6, 9.6, 0.9, "concatenate the heads, then one linear layer", color="sum",
         size=9)
-    label(axis, 10.4, 4.85, "view(batch, seq,\nheads, head size)", ha="left", size=8.5)
 
 
 def input_rows(axis: plt.Axes) -> None:
@@ -364,12 +372,66 @@ def two_masks(axis: plt.Axes) -> None:
           size=8.5, style="italic")
 
 
+def probing(axis: plt.Axes) -> None:
+    """A linear probe on each layer's vectors of a frozen encoder (chapter 09)."""
+    label(axis, 2.6, 10.6, "frozen encoder", weight="bold", size=9)
+    names = ["embeddings"] + [f"layer {n}" for n in range(1, 7)]
+    for index, name in enumerate(names):
+        y = 0.4 + index * 1.4
+        box(axis, 0.4, y, 4.4, 1.0, name, color="norm" if index == 0 else "attention", size=9)
+        if index:
+            arrow(axis, (2.6, y - 0.38), (2.6, y - 0.02), color="faint")
+            arrow(axis, (4.85, y + 0.5), (7.0, y + 0.5))
+            box(axis, 7.05, y + 0.1, 4.4, 0.8, "linear probe", color="head", size=8.5)
+            arrow(axis, (11.5, y + 0.5), (12.4, y + 0.5), color="faint")
+            label(axis, 12.5, y + 0.5, f"score {index}", ha="left", size=8.5)
+    label(axis, 9.25, 10.6, "trained alone, one per layer", weight="bold", size=9)
+    label(axis, 7.0, -0.5, "a property a linear classifier reads off a layer is held there plainly",
+          size=8.5, style="italic")
+
+
+def step_time(axis: plt.Axes) -> None:
+    """One training step, in the order it runs; forward and backward drawn in the ratio of
+    their FLOPs (1 : 2), the other parts small."""
+    parts = [("batch to the device", "plain", 3.2, ""), ("forward", "attention", 4.0, "1×"),
+             ("loss", "mask", 1.2, ""), ("backward", "ffn", 8.0, "2×: input and weight\n"
+                                                               "gradients"),
+             ("AdamW step", "head", 2.4, "")]
+    x = 0.3
+    for name, color, width, note in parts:
+        box(axis, x, 1.6, width, 1.2, name, color=color, size=9)
+        if note:
+            label(axis, x + width / 2, 0.9, note, size=8.5)
+        x += width + 0.15
+    label(axis, 10.0, 3.55, "one step: the matrix products' FLOPs ≈ 3 × the forward's",
+          weight="bold", size=9)
+    label(axis, 10.0, 0.0, "the profiler shows which operators take the time; MFU, how much of "
+          "the chip's peak the products reach", size=8.5, style="italic")
+
+
+def all_reduce(axis: plt.Axes) -> None:
+    """Data parallelism: each process its slice of the batch, the gradients averaged."""
+    for rank in range(3):
+        y = 5.6 - rank * 2.4
+        box(axis, 0.3, y, 3.4, 1.0, f"batch slice {rank + 1}", color="token", size=9)
+        arrow(axis, (3.75, y + 0.5), (4.55, y + 0.5))
+        box(axis, 4.6, y, 3.8, 1.0, f"model copy (rank {rank})", color="attention", size=9)
+        arrow(axis, (8.45, y + 0.5), (9.25, y + 0.5))
+        box(axis, 9.3, y, 2.8, 1.0, "gradients", color="ffn", size=9)
+        arrow(axis, (12.15, y + 0.5), (13.45, 3.7), color="accent")
+        arrow(axis, (16.05, 3.7), (17.2, y + 0.5), color="accent")
+        box(axis, 17.25, y, 3.4, 1.0, "the same update", color="head", size=9)
+    box(axis, 13.5, 3.2, 2.5, 1.0, "all-reduce:\naverage", color="mask", size=9)
+    label(axis, 10.5, 7.35, "every rank starts from the same weights and ends each step with "
+          "them", weight="bold", size=9)
+
+
 DIAGRAMS: dict[str, tuple[Callable[[plt.Axes], None], tuple[float, float]]] = {
     "roadmap": (roadmap, (24.6, 4.0)),
     "reading_directions": (reading_directions, (19.0, 9.2)),
     "wordpiece": (wordpiece_split, (19.0, 5.0)),
     "attention": (attention_one_token, (16.2, 7.0)),
-    "multi_head": (multi_head, (13.5, 6.2)),
+    "multi_head": (multi_head, (13.5, 8.7)),
     "input_rows": (input_rows, (19.6, 7.2)),
     "encoder": (encoder_layer, (17.4, 11.4)),
     "masking": (eighty_ten_ten, (24.0, 5.6)),
@@ -377,6 +439,9 @@ DIAGRAMS: dict[str, tuple[Callable[[plt.Axes], None], tuple[float, float]]] = {
     "pretraining": (pretraining_heads, (19.0, 5.6)),
     "fine_tuning": (fine_tuning_setups, (18.6, 8.0)),
     "attention_masks": (two_masks, (18.6, 8.3)),
+    "probing": (probing, (15.2, 11.0)),
+    "step_time": (step_time, (20.2, 4.0)),
+    "all_reduce": (all_reduce, (21.0, 7.8)),
 }
 
 
