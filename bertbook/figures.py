@@ -153,13 +153,15 @@ def plot_label_curve(lines: dict[str, dict[int, Comparison]], counts: list[int],
                      dashed: set[str]) -> None:
     """Test accuracy (mean ± s.d.) against labels per class, on a log scale; the names in
     `dashed` (baselines) are drawn dashed."""
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(9.5, 4))
     for name, points in lines.items():
         ax.errorbar(counts, [points[n].mean for n in counts],
                     yerr=[points[n].sd for n in counts], marker="o", capsize=3, label=name,
                     linestyle="--" if name in dashed else "-")
     ax.set(xscale="log", xlabel="labels per class (log scale)", ylabel="test accuracy",
            title="BBC topics: accuracy against labels per class (mean ± s.d.)")
+    ax.minorticks_off()  # the log scale's own labels would overprint the counts
     ax.set_xticks(counts, [str(n) for n in counts])
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))  # off the curves
+    fig.tight_layout()
     plt.show()

@@ -508,9 +508,9 @@ assert abs(random_share - 0.5) < tolerance and max(lengths) <= S["max_seq_length
 
 # %%
 fig, ax = plt.subplots(figsize=(5.5, 3))
-ax.hist(lengths, bins=30)
+ax.hist(lengths, bins=30, log=True)  # the full-length bar would flatten the rest
 ax.set_xlabel("pair length in tokens ([CLS] A [SEP] B [SEP])")
-ax.set_ylabel("pairs")
+ax.set_ylabel("pairs (log scale)")
 ax.set_title("Mostly full-length, sometimes short (short_seq_prob = 0.1)")
 plt.show()
 

@@ -435,13 +435,13 @@ for first in range(0, len(texts), 8):
     chunks.append(attention_statistics(model, part, tokenizer.cls_id, tokenizer.sep_id))
 statistics = {place: torch.stack([c[place] for c in chunks]).mean(0).cpu()
               for place in chunks[0]}
-fig, axes = plt.subplots(1, 4, figsize=(14, 3.4))
+fig, axes = plt.subplots(1, 4, figsize=(14, 3.4), sharey=True)  # one y-axis, labelled once
 for ax, (place, table) in zip(axes, statistics.items()):
     image = ax.imshow(table, vmin=0, vmax=1, cmap="magma")
     ax.set_title(f"attention to {place}")
     ax.set_xlabel("head")
-    ax.set_ylabel("layer")
-    ax.set_yticks(range(table.shape[0]), range(1, table.shape[0] + 1))
+axes[0].set_ylabel("layer")
+axes[0].set_yticks(range(table.shape[0]), range(1, table.shape[0] + 1))
 fig.colorbar(image, ax=axes, shrink=0.8)
 plt.show()
 for place, table in statistics.items():
