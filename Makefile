@@ -8,7 +8,9 @@ CHAPTERS := $(wildcard chapters/[0-9][0-9]_*.py)
 setup:            ## create .venv and install everything (quick when already done)
 	bash tools/authoring/setup.sh
 
+VENDOR = npm install --silent --no-audit --no-fund --prefix _build/vendor
 book: setup       ## the HTML book from the committed notebooks (EXECUTE=1: run every chapter first)
+	$(VENDOR) mathjax@3.2.2
 	$(PY) tools/authoring/build_book.py $(if $(EXECUTE),--execute)
 
 unit: setup       ## the fast tests in parallel (no subprocess, kernel, grading or training run)
@@ -18,8 +20,8 @@ test: setup       ## unit tests, sync checks, and every chapter under nbval at s
 	BERT_BOOK_SIZE=smoke $(PY) -m pytest tests chapters --nbval-lax --nbval-current-env -p no:cacheprovider
 
 check-html: setup ## build the book from the committed notebooks, check it in headless Chromium
+	$(VENDOR) mathjax@3.2.2 requirejs@2.3.6 d3@5.7.0 jquery@2.2.4
 	$(PY) tools/authoring/build_book.py
-	npm install --silent --no-audit --no-fund --prefix _build/vendor requirejs@2.3.6 d3@5.7.0 jquery@2.2.4
 	$(PY) tools/authoring/check_html.py
 
 export: setup     ## write bertlib/ from the chapters' export cells

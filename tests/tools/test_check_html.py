@@ -3,7 +3,7 @@
 from tools.authoring import check_html
 
 EXPECTED = {"title": "Attention", "figures": 2, "tables": 1, "bertviz": True, "solutions": 1,
-            "diagrams": ["attention.svg"], "collapsed": 1}
+            "diagrams": ["attention.svg"], "collapsed": 1, "equations": True}
 GOOD = ('<link href="../_static/book.css" rel="stylesheet">'
         '<h1>03 · Attention<a class="headerlink">#</a></h1>'
         '<div class="dropdown admonition"><p>Solution</p></div>'
@@ -11,7 +11,7 @@ GOOD = ('<link href="../_static/book.css" rel="stylesheet">'
         '<table></table><a href="https://colab.research.google.com/github/o/r/blob/main/x">'
         '</a><svg><line></line></svg><img alt="d" src="../_images/attention.svg">'
         '<details class="admonition hide above-input"><summary>Show code cell source</summary>'
-        '<pre>import torch</pre></details>')
+        '<pre>import torch</pre></details><mjx-container class="MathJax"></mjx-container>')
 
 
 def test_a_complete_page_passes():
@@ -32,6 +32,9 @@ def test_each_missing_piece_is_named():
         "the diagram attention.svg is not on the page"]
     assert check_html.check_page(GOOD.replace("hide above-input", "above-input"), EXPECTED) == [
         "0 collapsed code cells, the chapter has 1"]
+    raw_tex = GOOD.replace('<mjx-container class="MathJax"></mjx-container>', r"\\[x\\]")
+    assert check_html.check_page(raw_tex, EXPECTED) == [
+        "the equations are not rendered (MathJax did not run)"]
     assert "not in the page's <h1>" in check_html.check_page(
         GOOD.replace("Attention", "Masking"), EXPECTED)[0]
 

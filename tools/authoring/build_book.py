@@ -117,6 +117,10 @@ def _moment(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
+MATHJAX_VERSION = "3.2.2"
+MATHJAX = ROOT / "_build" / "vendor" / "node_modules" / "mathjax" / "es5"
+
+
 def print_expected_times(chapters: list[Path]) -> None:
     minutes = {chapter.stem: last_run_minutes(chapter) for chapter in chapters}
     for name, value in minutes.items():
@@ -124,6 +128,17 @@ def print_expected_times(chapters: list[Path]) -> None:
     known = [value for value in minutes.values() if value is not None]
     print(f"  {'total':<22} {sum(known):5.1f} min at the `cpu` size on the machine that made "
           "the committed notebooks (smoke: a few minutes; gpu: see each chapter)", flush=True)
+
+
+def copy_mathjax(target: Path) -> None:
+    """MathJax served with the book, so its equations render offline (a classroom, the
+    browser check) and not as raw TeX: the TeX-to-HTML build, its fonts and extensions,
+    from the npm registry's package (`make book` installs it)."""
+    if not (MATHJAX / "tex-chtml.js").is_file():
+        raise SystemExit(f"MathJax is not in {MATHJAX}: run `npm install --prefix _build/vendor "
+                         f"mathjax@{MATHJAX_VERSION}` (make book and make check-html do)")
+    shutil.copytree(MATHJAX, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+        "sre", "*svg*", "*full*", "mml-*", "tex-mml-*", "node-main.js", "latest.js"))
 
 
 def write_book_config(chapters: list[Path]) -> None:
@@ -139,7 +154,8 @@ def write_book_config(chapters: list[Path]) -> None:
         "html": {"use_repository_button": True},
         "sphinx": {"config": {"html_show_copyright": False, "html_static_path": ["_static"],
                               "nb_render_markdown_format": "myst",
-                              "html_css_files": ["book.css"]}},
+                              "html_css_files": ["book.css"],
+                              "mathjax_path": "mathjax/tex-chtml.js"}},
     }
     toc = {"format": "jb-book", "root": "intro",
            "chapters": [{"file": f"chapters/{c.stem}"} for c in chapters]
@@ -150,6 +166,7 @@ def write_book_config(chapters: list[Path]) -> None:
         shutil.copy(ROOT / "book" / page, SOURCE / page)
     (SOURCE / "_static").mkdir(exist_ok=True)
     (SOURCE / "_static" / "book.css").write_text(BOOK_CSS)
+    copy_mathjax(SOURCE / "_static" / "mathjax")
     # The chapters show their diagrams by paths relative to themselves (figures/NAME.svg).
     shutil.copytree(ROOT / "chapters" / "figures", SOURCE / "chapters" / "figures",
                     dirs_exist_ok=True)

@@ -39,6 +39,7 @@ LOCAL_COPIES = {  # CDN path (as bertviz writes it) -> file in node_modules
     "d3/5.7.0/d3.min": "d3/dist/d3.min",
     "jquery/2.0.0/jquery.min": "jquery/dist/jquery.min",
 }
+EQUATION = re.compile(r"\$\$|\\\[|(?<![\\$])\$[^$\n]+\$")  # $$...$$, \[...\], $...$
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
@@ -105,6 +106,7 @@ def expectations(chapter: Path, executed: Path) -> dict:
                        or "require.config" in str(o.get("data", {})) for o in outputs),
         "diagrams": [f"{name}.svg" for name in diagram_names(markdown)],
         "collapsed": sum(c.cell_type == "code" and is_collapsed(c) for c in notebook.cells),
+        "equations": bool(EQUATION.search(markdown)),
     }
 
 
@@ -130,6 +132,8 @@ def check_page(dom: str, expected: dict) -> list[str]:
         problems.append(f"{toggles} collapsed solutions, the chapter has {expected['solutions']}")
     if "_static/book.css" not in dom:
         problems.append("the book's style sheet (output lines that fit) is not linked")
+    if expected["equations"] and "<mjx-container" not in dom:
+        problems.append("the equations are not rendered (MathJax did not run)")
     if expected["bertviz"] and dom.count("<line") == 0:
         problems.append("the bertviz view drew no lines")
     for diagram in expected["diagrams"]:
