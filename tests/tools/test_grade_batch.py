@@ -148,3 +148,21 @@ def test_a_notebook_has_one_wall_clock_budget_across_its_reruns(monkeypatch):
     scores, reasons = grader._autograde(grade.Submission("ada", None))
     assert given == [100, 30] and scores == {}
     assert reasons["0.2"][0].startswith("wall-clock limit")
+
+
+def test_a_run_that_prints_a_flood_leaves_the_grader_only_its_tail(tmp_path):
+    """A kernel inherits the grading run's output: 50 MB printed must not be held whole."""
+    from tools.grading.course import run_keeping_tail
+
+    flood = "import sys\nfor _ in range(50): sys.stdout.write('x' * 1_000_000)\nprint('end')"
+    done = run_keeping_tail([sys.executable, "-c", flood], cwd=tmp_path, env={}, timeout=60,
+                            keep=1000)
+    assert done.returncode == 0 and len(done.stdout) <= 1000 and done.stdout.endswith("end\n")
+
+
+def test_a_run_past_its_time_is_killed_and_says_so(tmp_path):
+    from tools.grading.course import run_keeping_tail
+
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_keeping_tail([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path,
+                         env={}, timeout=1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import nbformat
@@ -22,6 +23,9 @@ COURSE_ID = "bert-end-to-end"
 
 class NbgraderMissing(RuntimeError):
     """nbgrader is not installed: it comes with the `instructor` extra."""
+
+
+OUTPUT_KEPT = 64 * 1024  # bytes of a grading run's output kept for its reasons
 
 
 def nbgrader(*args: str, cwd: Path, env: dict[str, str] | None = None,
@@ -36,8 +40,38 @@ def nbgrader(*args: str, cwd: Path, env: dict[str, str] | None = None,
     env = dict(os.environ if env is None else env)
     # nbgrader runs `alembic` by name: this Python's scripts folder must come first.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return run_keeping_tail([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                            timeout=timeout)
+
+
+def run_keeping_tail(command: list[str], cwd: Path, env: dict[str, str],
+                     timeout: float | None, keep: int = OUTPUT_KEPT
+                     ) -> subprocess.CompletedProcess[str]:
+    """Run `command`, keeping only the last `keep` bytes of what it prints (stdout and
+    stderr together): a student's kernel inherits these descriptors, and one that writes a
+    gigabyte to /dev/stdout must not make the grader hold it. subprocess.TimeoutExpired
+    after `timeout` seconds, the process killed, as subprocess.run does."""
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+    tail = bytearray()
+
+    def drain() -> None:
+        for chunk in iter(lambda: process.stdout.read(65536), b""):
+            tail.extend(chunk)
+            del tail[:-keep]
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise
+    finally:
+        reader.join(timeout=10)
+    text = bytes(tail).decode("utf-8", errors="replace")
+    return subprocess.CompletedProcess(command, process.returncode, text, "")
 
 
 def config_flags(course: Path, database: Path) -> list[str]:
