@@ -320,12 +320,13 @@ class Trainer:
         self.scaler.unscale_(self.optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                    self.config.max_grad_norm)
-        scale = self.scaler.get_scale() if self.scaler.is_enabled() else None  # fp16 only
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad(set_to_none=True)
-        if scale is None or self.scaler.get_scale() >= scale:  # a skipped step lowers the scale
-            self.scheduler.step()
+        # The schedule follows the steps taken. Under fp16 the scaler skips an update whose
+        # gradients overflowed (a few early on, while it finds its scale); asking whether it
+        # did (get_scale) would stop the host until the GPU finished, every step.
+        self.scheduler.step()
         self.state.step += 1
         return torch.cat([self._whole_batch(totals), grad_norm.double().reshape(1)])
 

@@ -99,3 +99,28 @@ def test_without_fixed_slots_the_masked_lm_breaks_its_graph():
     del batch["masked_positions"]
     dynamo.reset()
     assert dynamo.explain(BertForMaskedLM(CONFIG))(**batch).graph_break_count > 0
+
+
+def test_an_fp16_step_asks_the_device_nothing(monkeypatch):
+    """On a T4 the trainer steps in fp16 with a loss scaler; reading the scale back (or
+    any number) each step would make the host wait for the GPU. Simulated on the CPU:
+    an fp16 scaler that fails if asked for its scale, and tensors that fail if read. The
+    AdamW is fused, as the trainer makes it on a GPU: the scaler then hands it the overflow
+    flag on the device instead of reading it (an unfused AdamW would be read every step)."""
+    adamw = torch.optim.AdamW
+    monkeypatch.setattr(torch.optim, "AdamW", lambda *a, **k: adamw(*a, **{**k, "fused": True}))
+    torch.manual_seed(0)
+    trainer = Trainer(BertForMaskedLM(CONFIG), list(range(8)), FixedBatches(),
+                      TrainingConfig(steps=3, batch_size=4, precision="fp32", progress=False))
+    trainer.precision = "fp16"  # as resolve_precision says on a GPU below compute 8.0
+    trainer.scaler = torch.amp.GradScaler("cpu", enabled=True)
+
+    def no_sync(*args, **kwargs):
+        raise AssertionError("the step read a number back from the device")
+
+    monkeypatch.setattr(torch.amp.GradScaler, "get_scale", no_sync)
+    monkeypatch.setattr(torch.Tensor, "item", no_sync)
+    batches = iter([FixedBatches()([])] * 3)
+    values = [trainer._train_step(batches) for _ in range(3)]
+    monkeypatch.undo()
+    assert trainer.scheduler.last_epoch == 3 and all(v.shape == (3,) for v in values)
