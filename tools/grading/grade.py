@@ -54,7 +54,7 @@ from tools.chapters import ROOT, chapter_sources, read_chapter
 from tools.grading import intake, sandbox
 from tools.grading.course import COURSE_ID, config_flags, generate, nbgrader
 from tools.grading.exercises import exercise_cells, grade_id_of, parse_grade_id
-from tools.grading.hooks import TOKEN_VARIABLE
+from tools.grading.hooks import NOT_AS_WRITTEN, TOKEN_VARIABLE
 
 # reason: always the grader's own words. review: "yes" where a person should look.
 # student_text: text the student's work controls (an error's message, a written answer),
@@ -209,11 +209,10 @@ class Grader:
                 reason = "ok"
             else:
                 reason, text = reasons.get(exercise, ("ok", ""))
-            review = ""
             for where, names in flags.items():
                 if where == f"answer {exercise}" or not where.startswith("answer"):
                     reason += "; " + REVIEW.format(where=where, names=", ".join(names[:6]))
-                    review = "yes"
+            review = "yes" if "review by hand" in reason else ""  # the grader's words only
             rows.append(Row(found.student, self.chapter.stem, exercise, points, 1.0,
                             "; ".join([reason, *notes, *found.notes]), review, text))
         written = written_answers(notebook)
@@ -410,6 +409,8 @@ def _first_error(cell: nbformat.NotebookNode, cell_timeout: int) -> tuple[str, s
         name = output.get("ename", "")
         if name in ("KeyboardInterrupt", "CellTimeoutError"):
             return f"Timeout: interrupted after {cell_timeout} s (an endless loop?)", ""
+        if name == "NotRunAsWritten":  # JudgeTests' verdict (a student raising it loses)
+            return NOT_AS_WRITTEN, ""
         name = name if EXCEPTION_NAME.fullmatch(name) else "an error"
         return name, excerpt(str(output.get("evalue", "")), 160)
     return None
