@@ -510,7 +510,7 @@ def pretraining_step(model: nn.Module, batch: dict, optimizer: torch.optim.Optim
     optimizer.step()  # AdamW: a step per weight, scaled by its gradients' history
     schedule.step()  # the next learning rate: warm-up, then linear decay
     optimizer.zero_grad(set_to_none=True)  # gradients add up until cleared
-    return float(loss)
+    return float(loss.detach())
 
 
 # %% [markdown]

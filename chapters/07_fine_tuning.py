@@ -499,7 +499,7 @@ def fine_tuning_step(model: torch.nn.Module, batch: dict, optimizer: torch.optim
     optimizer.step()  # AdamW, at the small rate that keeps what pretraining learned
     schedule.step()
     optimizer.zero_grad(set_to_none=True)
-    return float(loss)
+    return float(loss.detach())
 
 
 # %%
