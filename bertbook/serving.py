@@ -3,11 +3,19 @@ int8 files onnxruntime runs, and a session configured as a server sharing its co
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import torch
 
-__all__ = ["fused_onnx", "int8_onnx", "cpu_session"]
+__all__ = ["missing_packages", "fused_onnx", "int8_onnx", "cpu_session", "serving_times"]
+
+
+def missing_packages() -> str:
+    """What serving needs and this Python lacks ("" when nothing): onnx and onnxruntime are
+    an extra of bertlib (`pip install "bertlib[onnx]"`), not a requirement."""
+    return ", ".join(name for name in ("onnx", "onnxruntime")
+                     if importlib.util.find_spec(name) is None)
 
 
 def fused_onnx(model: torch.nn.Module, folder: Path) -> Path:
@@ -55,3 +63,27 @@ def cpu_session(path: Path, threads: int):
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def serving_times(model: torch.nn.Module, input_ids: torch.Tensor, repeats: int
+                  ) -> dict[str, float]:
+    """Milliseconds per call of eager torch, the fused export and its int8 version on one
+    batch of `input_ids` (no padding), interleaved, as many threads for each: chapter 10's
+    serving table. The files live only while their sessions are made."""
+    import tempfile
+
+    from bertbook.measure import interleaved_timings, medians
+
+    request = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids),
+               "token_type_ids": torch.zeros_like(input_ids)}
+    feed = {name: tensor.numpy() for name, tensor in request.items()}
+    threads = torch.get_num_threads()
+    with tempfile.TemporaryDirectory() as folder:  # each session reads its file at once
+        fused_file = fused_onnx(model, Path(folder))
+        sessions = {"fused": cpu_session(fused_file, threads),
+                    "fused int8": cpu_session(int8_onnx(fused_file), threads)}
+    steps = {"eager torch": lambda: model(**request).logits}
+    steps |= {name: (lambda s=s: s.run(None, feed)) for name, s in sessions.items()}
+    with torch.no_grad():
+        seconds = medians(interleaved_timings(steps, repeats=repeats))
+    return {name: value * 1000 for name, value in seconds.items()}

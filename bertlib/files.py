@@ -30,7 +30,7 @@ except ImportError:  # Windows: saves stay atomic, only the lock between process
 
 # writing_together and reading_folder are the library's own plumbing (checkpoint and
 # tokenizer folders); write_atomically is as useful to anyone saving a file.
-__all__: list[str] = []  # write_atomically is the library's own tool, not its surface
+__all__ = []  # write_atomically is the library's own tool, not its surface
 
 STAGING_PREFIX = ".saving-"
 

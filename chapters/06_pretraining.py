@@ -518,7 +518,7 @@ def pretraining_step(model: nn.Module, batch: dict, optimizer: torch.optim.Optim
 # (its seeded order, masked by chapter 05's collator), against five steps of bertlib's
 # `Trainer` on another copy: the losses must be the same numbers.
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import copy
 
 from bertlib.pretraining.masking import PretrainingCollator

@@ -502,7 +502,7 @@ def fine_tuning_step(model: torch.nn.Module, batch: dict, optimizer: torch.optim
     return float(loss.detach())
 
 
-# %%
+# %% tags=["hide-input"] jupyter={"source_hidden": true}
 import copy
 
 from bertlib.batch import PaddingCollator

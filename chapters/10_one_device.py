@@ -739,39 +739,24 @@ print(f"at this device's measured {flops_here / 1e9:,.0f} GFLOP/s: {hours:,.0f} 
 # multiply in int8, which CPUs with VNNI instructions do several times faster than fp32, at
 # some cost in accuracy that `benchmarks/serving.py` measures on a fine-tuned model (its
 # table is in the README). Speed does not depend on what the head learned, so here MiniLM
-# with a fresh head is timed at 8 × 128, on this machine's CPU:
+# with a fresh head is timed at 8 × 128 on this machine's CPU (`bertbook.serving.
+# serving_times` writes the two files and times the three, interleaved):
 
 # %% tags=["nbval-ignore-output"]
-import importlib.util
-import tempfile
-from pathlib import Path
-
+from bertbook.serving import missing_packages, serving_times
 from bertlib.finetuning.models import BertForSequenceClassification
 from bertlib.finetuning.run import new_head_expected
 
-if not all(importlib.util.find_spec(name) for name in ("onnx", "onnxruntime")):
-    print("onnx and onnxruntime are not installed: pip install 'bertlib[onnx]' to run this")
+if missing_packages():
+    print(f"{missing_packages()} not installed: pip install 'bertlib[onnx]' to run this")
 else:
-    from bertbook.serving import cpu_session, fused_onnx, int8_onnx
-
     with new_head_expected():
         served = BertForSequenceClassification.from_pretrained(minilm_dir(), num_labels=2)
-    threads = torch.get_num_threads()
     ids = batch["input_ids"][:8, :128].cpu()  # 8 rows of real text, as 8 requests at once
-    request = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
-               "token_type_ids": torch.zeros_like(ids)}
-    fused_file = fused_onnx(served.eval(), Path(tempfile.mkdtemp()))
-    sessions = {"fused": cpu_session(fused_file, threads),
-                "fused int8": cpu_session(int8_onnx(fused_file), threads)}
-    feed = {name: tensor.numpy() for name, tensor in request.items()}
-    steps = {"eager torch": lambda: served(**request).logits}
-    steps |= {name: (lambda s=s: s.run(None, feed)) for name, s in sessions.items()}
-    with torch.no_grad():
-        serving_ms = {name: t * 1000 for name, t in medians(
-            interleaved_timings(steps, repeats=S["repeats"] * 4)).items()}
+    serving_ms = serving_times(served.eval(), ids, repeats=S["repeats"] * 4)
     for name, ms in serving_ms.items():
-        print(f"{name:12} {ms:7.1f} ms for {len(feed['input_ids'])} x "
-              f"{feed['input_ids'].shape[1]}   {serving_ms['eager torch'] / ms:.2f}x eager")
+        print(f"{name:12} {ms:7.1f} ms for {ids.shape[0]} x {ids.shape[1]}   "
+              f"{serving_ms['eager torch'] / ms:.2f}x eager")
 
 # %%
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")

@@ -36,7 +36,7 @@ def f1_score(true_positives: int, predicted: int, actual: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-# From chapters/07_fine_tuning.py, cell 35.
+# From chapters/07_fine_tuning.py, cell 38.
 def answer_or_abstain(start_scores: torch.Tensor, end_scores: torch.Tensor,
                       allowed: torch.Tensor, threshold: float = 0.0,
                       max_answer_length: int = 30) -> tuple[int, int] | None:
