@@ -41,22 +41,23 @@ SIZES = {
 
 def run_for(settings: dict, progress: bool = True) -> PretrainingRun:
     """The PretrainingRun a size's settings describe (chapter 08's too: its tables add
-    objective, mask_probability, dropout and seed). Without an objective it is the paper's,
-    mlm+nsp."""
-    rate = settings.get("mask_probability", 0.15)
+    objective, mask_probability, dropout and seed). What a table leaves out takes the
+    library's default (the paper's: mlm+nsp, 15% masked, dropout 0.1)."""
     length = settings["max_seq_length"]
+    probability = settings.get("mask_probability", MaskingRecipe.probability)
     checkpoint_every = settings["eval_every"] if settings.get("checkpoints", True) else 0
+    chosen = {name: settings[name] for name in ("objective", "dropout") if name in settings}
+    seed = {"seed": settings["seed"]} if "seed" in settings else {}
     return PretrainingRun(
         preset=settings["model"], vocab_size=settings["vocab_size"], max_seq_length=length,
-        objective=settings.get("objective", "mlm+nsp"),
-        masking=MaskingRecipe(probability=rate, max_predictions=math.ceil(rate * length)),
-        dropout=settings.get("dropout", 0.1),
+        masking=MaskingRecipe(probability=probability,
+                              max_predictions=math.ceil(probability * length)),
+        **chosen,
         training=TrainingConfig(
             steps=settings["steps"], batch_size=settings["batch_size"],
             learning_rate=settings["learning_rate"], warmup_steps=settings["warmup_steps"],
             precision=settings["precision"], eval_every=settings["eval_every"],
-            checkpoint_every=checkpoint_every, seed=settings.get("seed", 0),
-            progress=progress))
+            checkpoint_every=checkpoint_every, progress=progress, **seed))
 
 
 def book_documents(settings: dict) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
