@@ -53,15 +53,21 @@ SDPA_KERNELS = {  # profiler operator names -> the kernel's usual name
 }
 
 
-def attention_kernels(run: Callable[[], object]) -> list[str]:
-    """Which scaled-dot-product-attention kernels one call of `run` used, by the operator
-    names PyTorch's profiler records."""
+def profiled(run: Callable[[], object]) -> list:
+    """The profiler's operator table of one call of `run` (the GPU's too, where there is
+    one), its own log lines kept out of the output."""
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
     with native_logs_silenced(), profile(activities=activities) as profiler:
         run()
-    names = {event.key for event in profiler.key_averages()}
+    return profiler.key_averages()
+
+
+def attention_kernels(run: Callable[[], object]) -> list[str]:
+    """Which scaled-dot-product-attention kernels one call of `run` used, by the operator
+    names PyTorch's profiler records."""
+    names = {event.key for event in profiled(run)}
     return sorted({kernel for operator, kernel in SDPA_KERNELS.items()
                    if any(operator in name for name in names)})
 
@@ -141,14 +147,8 @@ def measure(preset: str, lever: int, args, device: torch.device) -> dict:
 def time_breakdown(step: Callable[[], object], top: int = 12) -> list[dict]:
     """Where one step's device time goes: the operators that took the most, by the
     profiler (CPU time where there is no GPU)."""
-    activities = [ProfilerActivity.CPU]
-    on_gpu = torch.cuda.is_available()
-    if on_gpu:
-        activities.append(ProfilerActivity.CUDA)
-    with native_logs_silenced(), profile(activities=activities) as profiler:
-        step()
-    key = "self_device_time_total" if on_gpu else "self_cpu_time_total"
-    events = sorted(profiler.key_averages(), key=lambda e: getattr(e, key, 0), reverse=True)
+    key = "self_device_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+    events = sorted(profiled(step), key=lambda e: getattr(e, key, 0), reverse=True)
     total = sum(getattr(e, key, 0) for e in events) or 1
     return [{"operator": e.key, "share": round(getattr(e, key, 0) / total, 3)}
             for e in events[:top]]

@@ -523,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
                                 args.allow_network, args.notebook_timeout, on_rows=save)
         except intake.LayoutError as error:  # notebooks loose in the folder: whose?
             partial.unlink()
-            parser.error(FLAT_FOLDER.format(folder=args.submissions, names=error.args[1]))
+            parser.error(FLAT_FOLDER.format(folder=args.submissions, names=error.args[0]))
     if not rows:
         partial.unlink()
         print(NO_LAYOUT.format(folder=args.submissions) + f"; {args.out} is left as it was",

@@ -76,7 +76,7 @@ def submission_folders(submissions: Path) -> list[tuple[str, Path]]:
     loose = sorted(entry.name for entry in os.scandir(submissions)
                    if entry.name.lower().endswith(".ipynb"))
     if loose:
-        raise LayoutError("flat", ", ".join(loose[:3]) + (", ..." if len(loose) > 3 else ""))
+        raise LayoutError(", ".join(loose[:3]) + (", ..." if len(loose) > 3 else ""))
     nbgrader_root = submissions / "submitted"
     if nbgrader_root.is_dir() and not nbgrader_root.is_symlink():
         submissions = nbgrader_root
@@ -90,7 +90,7 @@ def submission_folders(submissions: Path) -> list[tuple[str, Path]]:
 
 
 class LayoutError(ValueError):
-    """The submissions folder is in no layout the grader reads: (which, what was found)."""
+    """Notebooks lie loose in the submissions folder; the message names a few of them."""
 
 
 def chapter_files(student_dir: Path, chapters: set[str], student: str | None = None
