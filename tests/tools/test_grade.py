@@ -50,9 +50,10 @@ def _submit(folder, student: str, released, answers: dict[str, str] | None = Non
     nbformat.write(notebook, target)
 
 
-WRONG_SIZE_FOR = "def size_for(has_cuda, requested):\n    return 'cpu'\n"
+WRONG_SHUFFLED = "def shuffled(items, seed):\n    return list(items)\n"
 CRASH = "import os\nos._exit(1)\n"
-ENDLESS = "def top_words(documents, n):\n    while True:\n        pass\n"
+ENDLESS = ("def run_minutes(parameters, tokens, peak_flops, utilisation):\n"
+           "    while True:\n        pass\n")
 # Every attack the issue reports, each tried and its failure swallowed, so that all run.
 VANDAL = f'''import os, pathlib
 root = pathlib.Path({str(ROOT)!r})
@@ -76,19 +77,40 @@ if os.fork() == 0:
     os.execv("/bin/sleep", ["sleep", "4343.5"])
 '''
 # A subclass whose == always says yes, and a check replaced by one that always passes.
-CHEAT_TOP_WORDS = '''class AlwaysEqual(list):
+CHEAT_RUN_MINUTES = '''class AlwaysEqual(float):
     def __eq__(self, other):
         return True
-def top_words(documents, n):
+def run_minutes(parameters, tokens, peak_flops, utilisation):
     return AlwaysEqual()
 '''
-CHEAT_SIZE_FOR = '''import bertbook.checks
+CHEAT_SHUFFLED = '''import bertbook.checks
 try:
-    bertbook.checks.check_size_rule = lambda size_for: None
+    bertbook.checks.check_shuffled = lambda shuffled: None
 except AttributeError:
     pass
-def size_for(has_cuda, requested):
-    return "cpu"
+def shuffled(items, seed):
+    return items
+'''
+# The issue's attack: `type` and `abs` redefined, math.isclose patched, the visible check's
+# cases answered by hand and a float whose == always says yes for everything else.
+PATCHED_BUILTINS = '''import math
+math.isclose = lambda *args, **kwargs: True
+type = lambda value: float
+abs = lambda value: 0.0
+class Same(float):
+    def __eq__(self, other):
+        return True
+def run_minutes(parameters, tokens, peak_flops, utilisation):
+    visible = {(10, 100, 6000.0, 1.0): 1 / 60, (10, 6000, 6000.0, 1.0): 1.0,
+               (10, 6000, 6000.0, 0.5): 2.0, (20, 3000, 6000.0, 1.0): 1.0}
+    return visible.get((parameters, tokens, peak_flops, utilisation), Same(0.0))
+'''
+# Every published case answered from a table: the visible check's and the fixed hidden ones.
+HARD_CODED = '''def run_minutes(parameters, tokens, peak_flops, utilisation):
+    return {(10, 100, 6000.0, 1.0): 1 / 60, (10, 6000, 6000.0, 1.0): 1.0,
+            (10, 6000, 6000.0, 0.5): 2.0, (20, 3000, 6000.0, 1.0): 1.0,
+            (110_000_000, 10**9, 65e12, 0.5): 338.46153846153845,
+            (1000, 60, 1e6, 1.0): 0.006}.get((parameters, tokens, peak_flops, utilisation), 1.0)
 '''
 
 
@@ -100,14 +122,14 @@ shell.input_transformers_post.append(lambda lines: ["pass\\n"])
 PARTIAL_CREDIT = '''import sys
 get_ipython().events.register("pre_run_cell", lambda *args: sys.displayhook(1.0))
 '''
-WRONG_TOP_WORDS = "def top_words(documents, n):\n    return []\n"
+WRONG_RUN_MINUTES = ("def run_minutes(parameters, tokens, peak_flops, utilisation):\n"
+                     "    return 0.0\n")
 EXFILTRATE = "raise RuntimeError(open('/etc/passwd').read() * 50)\n"
 MEMORY_HOG = "hog = bytearray(6 * 1024 ** 3)\n"
 # Honest: a warning on stderr while the tests run, and the solution marker in a comment.
 WARNS = ("import warnings\n# my notes: the ### BEGIN SOLUTION marker was here\n"
          + reference_answers(PREFACE)["ex0_1_answer"].replace(
-             "-> list[tuple[str, int]]:\n",
-             "-> list[tuple[str, int]]:\n    warnings.warn('counting may be slow')\n"))
+             "-> float:\n", "-> float:\n    warnings.warn('a rough estimate')\n"))
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +152,7 @@ def protected():
 def grades(tmp_path_factory, released, protected):
     folder = tmp_path_factory.mktemp("submissions")
     _submit(folder, "ada", released)
-    _submit(folder, "bob", released, {"ex0_2_answer": WRONG_SIZE_FOR})
+    _submit(folder, "bob", released, {"ex0_2_answer": WRONG_SHUFFLED})
     _submit(folder, "cyd", released, {"ex0_1_answer": CRASH})
     _submit(folder, "dee", released, {"ex0_1_answer": ENDLESS})
     (folder / "eve").mkdir()
@@ -139,13 +161,15 @@ def grades(tmp_path_factory, released, protected):
     (folder / "gus").mkdir()  # the committed chapter, as the Colab badge opens it
     shutil.copy(PREFACE.with_suffix(".ipynb"), folder / "gus" / "00_preface.ipynb")
     _submit(folder, "hal", released, {"ex0_1_answer": VANDAL})
-    _submit(folder, "ivy", released, {"ex0_1_answer": CHEAT_TOP_WORDS,
-                                      "ex0_2_answer": CHEAT_SIZE_FOR})
-    _submit(folder, "zed", released, {"ex0_2_answer": WRONG_SIZE_FOR})  # graded after the vandal
-    _submit(folder, "jon", released, {"ex0_1_answer": WRONG_TOP_WORDS,
-                                      "ex0_2_answer": WRONG_SIZE_FOR}, first_cell=NEUTER)
-    _submit(folder, "kay", released, {"ex0_1_answer": WRONG_TOP_WORDS,
-                                      "ex0_2_answer": WRONG_SIZE_FOR}, first_cell=PARTIAL_CREDIT)
+    _submit(folder, "ivy", released, {"ex0_1_answer": CHEAT_RUN_MINUTES,
+                                      "ex0_2_answer": CHEAT_SHUFFLED})
+    _submit(folder, "rex", released, {"ex0_1_answer": HARD_CODED})
+    _submit(folder, "sal", released, {"ex0_1_answer": PATCHED_BUILTINS})
+    _submit(folder, "zed", released, {"ex0_2_answer": WRONG_SHUFFLED})  # graded after the vandal
+    _submit(folder, "jon", released, {"ex0_1_answer": WRONG_RUN_MINUTES,
+                                      "ex0_2_answer": WRONG_SHUFFLED}, first_cell=NEUTER)
+    _submit(folder, "kay", released, {"ex0_1_answer": WRONG_RUN_MINUTES,
+                                      "ex0_2_answer": WRONG_SHUFFLED}, first_cell=PARTIAL_CREDIT)
     _submit(folder, "lou", released, {"ex0_1_answer": EXFILTRATE})
     (folder / "max").mkdir()  # a link to the instructor's copy
     (folder / "max" / "00_preface.ipynb").symlink_to(PREFACE.with_suffix(".ipynb"))
@@ -211,7 +235,7 @@ def test_grading_cannot_read_leak_edit_or_delete_the_instructors_files(grades, p
 
 def test_one_submission_cannot_change_anothers_score(grades, released, tmp_path):
     """zed, graded after the vandal, scores as zed graded alone."""
-    _submit(tmp_path, "zed", released, {"ex0_2_answer": WRONG_SIZE_FOR})
+    _submit(tmp_path, "zed", released, {"ex0_2_answer": WRONG_SHUFFLED})
     alone = {row.exercise: row.points for row in grade.grade_folder(tmp_path, cell_timeout=15)}
     assert _points(grades, "zed") == [alone["0.1"], alone["0.2"]] == [1.0, 0.0]
 
@@ -219,6 +243,19 @@ def test_one_submission_cannot_change_anothers_score(grades, released, tmp_path)
 def test_cheating_equality_or_replacing_a_check_scores_nothing(grades):
     assert _points(grades, "ivy") == [0.0, 0.0]
     assert "review by hand" in grades[("ivy", "0.2")].reason
+
+
+def test_an_answer_that_hard_codes_the_published_cases_fails_the_drawn_ones(grades):
+    assert _points(grades, "rex") == [0.0, 1.0]
+    reason = grades[("rex", "0.1")].reason
+    assert reason.startswith("wrong answer") and "drawn at grading time" in reason
+    assert grades[("rex", "0.1")].student_text.startswith("got ")
+
+
+def test_patched_builtins_and_look_alike_results_pass_the_check_but_not_the_verdict(grades):
+    """The visible check's cases answered by hand pass it; the verdict sees the rest."""
+    assert _points(grades, "sal") == [0.0, 1.0]
+    assert grades[("sal", "0.1")].reason.startswith("wrong answer: case 1 of")
 
 
 def test_grading_refuses_to_run_unconfined_code_silently(tmp_path, monkeypatch, capsys):
@@ -300,3 +337,20 @@ def test_a_cell_that_prints_without_end_keeps_a_bounded_output_and_its_error():
     assert sum(len(out.get("text", "")) for out in outs) <= MAX_OUTPUT_CHARS + 100
     assert "output cut" in outs[-2]["text"]
     assert outs[-1]["ename"] == "ValueError" and len(outs[-1]["evalue"]) <= 2000
+
+
+def test_reference_answers_to_a_chapter_that_reads_data_keep_their_marks_with_no_cache(
+        tmp_path, monkeypatch):
+    """Chapter 05 derives its corpus into the cache; a fresh clone has none, and the sandbox
+    shows the checkout read-only. The grader builds the cache first and shows it to every
+    kernel, so the instructor's own answers score every point."""
+    monkeypatch.setenv("BERTLIB_CACHE", str(tmp_path / "empty-cache"))
+    chapter = ROOT / "chapters" / "05_masking.py"
+    released = write_student_copies(tmp_path / "student", [chapter])[0]
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    nbformat.write(answered_copy(released, reference_answers(chapter)),
+                   tmp_path / "subs" / "ada" / "05_masking.ipynb")
+    rows = grade.grade_folder(tmp_path / "subs", cell_timeout=120)
+    code = [row for row in rows if row.exercise not in ("total",) and row.points != ""]
+    assert code and all(row.points == 1.0 for row in code), [(r.exercise, r.reason) for r in code]
+    assert any((tmp_path / "empty-cache").iterdir()), "the grader built the cache"

@@ -99,9 +99,20 @@ def test_a_limit_note_counts_only_in_the_sandboxs_own_words(tmp_path, note, grad
     runtime = tmp_path / "course" / "runtime"
     runtime.mkdir(parents=True)
     (runtime / grade.sandbox.LIMIT_FILE).write_text(note + "\n")
-    stopped = _bare_grader()._what_stopped(tmp_path, "")
+    stopped = _bare_grader()._what_stopped(tmp_path, "", None)
     assert stopped.why[0] == grader_words
     assert stopped.why[1] in ("", note)  # the note itself only ever in student_text
+
+
+def test_the_memory_limit_is_read_from_the_control_group_not_from_a_note(tmp_path):
+    class KilledOnce:
+        def memory_kills(self) -> int:
+            return 1
+
+    (tmp_path / "course" / "runtime").mkdir(parents=True)
+    stopped = _bare_grader()._what_stopped(tmp_path, "", KilledOnce())
+    assert stopped.why[0].startswith("the sandbox stopped it at its memory limit")
+    assert "all its processes together" in stopped.why[0]
 
 
 def test_an_errors_message_is_kept_apart_from_the_graders_words():

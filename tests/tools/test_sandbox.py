@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tools.chapters import ROOT
-from tools.grading import sandbox
+from tools.grading import cgroups, sandbox
 
 pytestmark = pytest.mark.skipif(not sandbox.available(),
                                 reason="this machine allows no namespaces for the sandbox")
@@ -185,3 +185,55 @@ def test_a_readable_folder_under_tmp_is_not_hidden_by_the_scratch(tmp_path):
                         "--read", str(library))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ANSWER = 42" in result.stdout
+
+
+def test_many_folders_in_the_shared_folder_stop_everything_and_say_so(tmp_path):
+    limits = json.dumps({**sandbox.Limits().__dict__, "share_entries": 500})
+    maker = ("import os\nfor n in range(300_000):\n"
+             f"    os.mkdir(os.path.join({str(tmp_path / 'share')!r}, str(n)))\n")
+    started = time.monotonic()
+    result = _sandboxed(tmp_path, [sys.executable, "-c", maker], "--limits", limits)
+    assert time.monotonic() - started < 30
+    assert result.returncode != 0
+    assert "file limit" in (tmp_path / "share" / sandbox.LIMIT_FILE).read_text()
+
+
+def _control_groups_work() -> bool:
+    group = cgroups.ControlGroup.create(memory_mb=64, processes=8, cpus=1.0)
+    if group:
+        group.remove()
+    return group is not None
+
+
+ROOT_WITH_CGROUPS = pytest.mark.skipif(not IS_ROOT or not _control_groups_work(),
+                                       reason="control groups need root and a writable hierarchy")
+
+
+@pytest.fixture
+def control_group():
+    group = cgroups.ControlGroup.create(memory_mb=600, processes=40, cpus=1.0)
+    yield group
+    group.remove()
+
+
+@ROOT_WITH_CGROUPS
+def test_forked_children_share_one_memory_limit(tmp_path, control_group):
+    """Six children of 200 MB each fit every per-process limit, not the sandbox's 600 MB."""
+    hogs = ("import os, time\nkids = []\nfor _ in range(6):\n    pid = os.fork()\n"
+            "    if pid == 0:\n        block = bytearray(200 * 1024 * 1024)\n"
+            "        time.sleep(2)\n        os._exit(0)\n    kids.append(pid)\n"
+            "print(sum(os.waitstatus_to_exitcode(os.waitpid(k, 0)[1]) == -9 for k in kids))\n")
+    cgroup_flags = [flag for folder in control_group.folders for flag in ("--cgroup", folder)]
+    result = _sandboxed(tmp_path, [sys.executable, "-c", hogs], *map(str, cgroup_flags))
+    assert int(result.stdout.split()[-1]) >= 2, result.stderr[-2000:]
+    assert control_group.memory_kills() >= 2
+
+
+@ROOT_WITH_CGROUPS
+def test_removing_a_control_group_kills_what_is_left_in_it(control_group):
+    sleeper = subprocess.Popen(["sleep", "4141.5"],
+                               preexec_fn=lambda: (control_group.folders[0] / "cgroup.procs"
+                                                   ).write_text("0"))
+    control_group.remove()
+    assert sleeper.wait(timeout=10) == -9
+    assert not any(folder.exists() for folder in control_group.folders)

@@ -11,10 +11,17 @@ without an error. What this script adds, and why:
   only (read-only), no network, limits on memory, processes, files and time, and a process
   namespace killed with the notebook. So no submission can change or read the
   instructor's files, another student's score, or the machine.
-* **Tests that tampering cannot pass.** Every cell the student added or changed is read for
+* **Verdicts the student's code cannot reach.** The kernel only computes: the hidden tests
+  record the student's answers on the exercise's cases, fixed ones and ones drawn from a
+  seed picked for this batch (bertbook/exercise_cases.py), as plain JSON. The grader
+  compares them, in its own process, with the reference solution's answers on the same
+  cases, computed in a fresh process (tools/grading/verdicts.py). So a redefined builtin, a
+  patched module or a look-alike object passes nothing, nor does an answer that hard-codes
+  the published cases.
+* **Tests that tampering cannot skip.** Every cell the student added or changed is read for
   the kernel's machinery (flagged for review by hand); a tests cell must print a token that
-  is new for each run, or it did not run as written (tools/grading/hooks.py); only errors
-  fail it, so a warning on stderr does not, and a result a hook injects scores nothing.
+  is new for each run, or it did not run as written (tools/grading/hooks.py); errors fail
+  it, a warning on stderr does not, and a result a hook injects scores nothing.
 * **A batch that always finishes.** nbgrader interrupts a cell after the time limit; a
   kernel that dies, hits a limit or cannot be interrupted makes nbgrader give up on the
   whole notebook, so here that answer is replaced by its stub (scoring 0, with the reason)
@@ -50,11 +57,20 @@ import nbformat
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bertbook.exercise_cases import ANSWERS_VARIABLE, SEED_VARIABLE
+from bertbook.package_data import cache_dir
+from bertbook.runs import CACHE_VARIABLE
 from tools.chapters import ROOT, chapter_sources, read_chapter
-from tools.grading import intake, sandbox
+from tools.grading import cgroups, intake, sandbox
 from tools.grading.course import COURSE_ID, config_flags, generate, nbgrader
 from tools.grading.exercises import exercise_cells, grade_id_of, parse_grade_id
-from tools.grading.hooks import NOT_AS_WRITTEN, TOKEN_VARIABLE
+from tools.grading.hooks import (
+    NOT_AS_WRITTEN,
+    REFERENCE_VARIABLE,
+    TOKEN_VARIABLE,
+    VERDICTS_VARIABLE,
+)
+from tools.grading.verdicts import reference_answers
 
 # reason: always the grader's own words. review: "yes" where a person should look.
 # student_text: text the student's work controls (an error's message, a written answer),
@@ -74,7 +90,8 @@ NBGRADER_STUDENT = "student"
 EXCEPTION_NAME = re.compile(r"[A-Za-z_][\w.]{0,60}")
 # The only notes the sandbox writes when it stops a kernel (sandbox._stop); the file lies in
 # the folder the kernel shares, so any other text in it was not written by the sandbox.
-SANDBOX_NOTE = re.compile(r"(wall-clock limit: \d+ s|disk limit: more than \d+ MB written)")
+SANDBOX_NOTE = re.compile(r"(wall-clock limit: \d+ s|disk limit: more than \d+ MB written|"
+                          r"file limit: more than \d+ files and folders)")
 GRADER_ERROR = "the grader could not grade this notebook ({name}); review by hand"
 NO_LAYOUT = ("no notebooks found in {folder}. Expected one folder per student, each holding "
              "the chapters' notebooks (SUBMISSIONS/<student>/05_masking.ipynb), or nbgrader's "
@@ -159,6 +176,10 @@ class Grader:
         released = generate([chapter], self.template / "course",
                             self.template / "gradebook.db")
         self.release = nbformat.read(released[chapter.stem], as_version=4)
+        # This batch's cases: drawn from a seed no student sees before grading starts.
+        self.seed = secrets.randbits(62)
+        self.reference = self.template / "reference.json"
+        self.reference.write_text(json.dumps(reference_answers(chapter, self.seed)))
 
     def close(self) -> None:
         shutil.rmtree(self.template, ignore_errors=True)
@@ -248,6 +269,9 @@ class Grader:
         """One nbgrader run in a fresh course, with the `stubbed` answers replaced, in at
         most `seconds`."""
         base = Path(tempfile.mkdtemp(prefix="bertbook-grading-"))
+        limits = sandbox.Limits(seconds=seconds)
+        group = (cgroups.ControlGroup.create(limits.memory_mb, limits.processes, limits.cpus)
+                 if self.settings.isolate else None)
         try:
             course, private = base / "course", base / "private"
             for folder in (course / "runtime", private, base / "root"):
@@ -258,48 +282,59 @@ class Grader:
             target.mkdir(parents=True)
             nbformat.write(notebook, target / f"{self.chapter.stem}.ipynb")
             try:
-                result = self._run_autograde(base, seconds)
+                result = self._run_autograde(base, limits, group)
             except subprocess.TimeoutExpired:
                 return Stopped(None, (self._over_time, ""))
             scores = self._scores(private / "gradebook.db")
             graded = course / "autograded" / NBGRADER_STUDENT / self.chapter.stem
             if scores is None or not graded.exists():
-                return self._what_stopped(base, result.stdout + result.stderr)
-            return Graded(scores, self._reasons(graded / f"{self.chapter.stem}.ipynb"))
+                return self._what_stopped(base, result.stdout + result.stderr, group)
+            return Graded(scores, self._reasons(graded / f"{self.chapter.stem}.ipynb",
+                                                private / "verdicts.json"))
         finally:
+            if group:
+                group.remove()
             shutil.rmtree(base, ignore_errors=True)
 
-    def _run_autograde(self, base: Path, seconds: int) -> subprocess.CompletedProcess[str]:
+    def _run_autograde(self, base: Path, limits: sandbox.Limits,
+                       group: cgroups.ControlGroup | None) -> subprocess.CompletedProcess[str]:
         course, private = base / "course", base / "private"
+        shared = course / "runtime"  # the sandbox shows it to the kernel at the same path
         kernel_env = {"BERT_BOOK_SIZE": "smoke", "MPLBACKEND": "Agg",
-                      "BERT_BOOK_RUNS": f"{sandbox.HOME}/runs"}
-        _write_kernelspec(private / "jupyter", self._kernel_argv(base, kernel_env, seconds),
+                      "BERT_BOOK_RUNS": f"{sandbox.HOME}/runs", SEED_VARIABLE: str(self.seed),
+                      ANSWERS_VARIABLE: str(shared),
+                      CACHE_VARIABLE: str(cache_dir())}  # the cache warm_data_cache built
+        _write_kernelspec(private / "jupyter", self._kernel_argv(base, kernel_env, limits, group),
                           kernel_env)
         (private / "nbgrader_config.py").write_text(_CONFIG.format(
             root=json.dumps(str(ROOT)), progress=json.dumps(str(private / "progress.txt")),
             transport=json.dumps("ipc" if self._sealed_off else "tcp"),
-            connection=json.dumps(str(course / "runtime" / "kernel.json"))))
+            connection=json.dumps(str(shared / "kernel.json"))))
         env = {**os.environ, "JUPYTER_PATH": str(private / "jupyter"),
-               "JUPYTER_RUNTIME_DIR": str(course / "runtime"), "BERT_BOOK_SIZE": "smoke",
-               TOKEN_VARIABLE: secrets.token_hex(16)}
+               "JUPYTER_RUNTIME_DIR": str(shared), "BERT_BOOK_SIZE": "smoke",
+               TOKEN_VARIABLE: secrets.token_hex(16), REFERENCE_VARIABLE: str(self.reference),
+               SEED_VARIABLE: str(self.seed), ANSWERS_VARIABLE: str(shared),
+               VERDICTS_VARIABLE: str(private / "verdicts.json")}
         return nbgrader("autograde", self.chapter.stem, f"--student={NBGRADER_STUDENT}", "--force",
                         f"--BoundedExecute.timeout={self.settings.cell_timeout}",
                         *config_flags(course, private / "gradebook.db"),
-                        cwd=private, env=env, timeout=seconds + 60)  # 60: nbgrader's start
+                        cwd=private, env=env, timeout=limits.seconds + 60)  # 60: nbgrader's start
 
     @property
     def _sealed_off(self) -> bool:
         """The kernel has no network: Jupyter's messages go through files (ipc), not TCP."""
         return self.settings.isolate and not self.settings.network
 
-    def _kernel_argv(self, base: Path, env: dict[str, str], seconds: int) -> list[str]:
+    def _kernel_argv(self, base: Path, env: dict[str, str], limits: sandbox.Limits,
+                     group: cgroups.ControlGroup | None) -> list[str]:
         kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         if not self.settings.isolate:
             return kernel
-        limits = sandbox.Limits(seconds=seconds)
         return sandbox.command(base / "course" / "runtime", base / "root",
-                               [*sandbox.python_paths(), *LIBRARY], kernel, env, limits,
-                               network=self.settings.network)
+                               [*sandbox.python_paths(), *LIBRARY, cache_dir()], kernel,
+                               env, limits,
+                               network=self.settings.network,
+                               cgroup=group.folders if group else ())
 
     def _scores(self, database: Path) -> dict[str, float] | None:
         """Points per code exercise from nbgrader's gradebook, or None if nothing was graded."""
@@ -319,10 +354,13 @@ class Grader:
                     scores[parsed[0]] = float(grade.score or 0.0)
             return scores
 
-    def _reasons(self, graded: Path) -> dict[str, tuple[str, str]]:
-        """Exercise -> the first error in its answer or tests cell, from the graded notebook:
-        (the grader's words, the error's own message)."""
+    def _reasons(self, graded: Path, verdicts: Path) -> dict[str, tuple[str, str]]:
+        """Exercise -> why it lost its point: the verdict JudgeTests wrote, else the first
+        error in its answer or tests cell, from the graded notebook (the grader's words, the
+        error's own message)."""
         reasons: dict[str, tuple[str, str]] = {}
+        if verdicts.exists():
+            reasons.update({e: (r, t) for e, (r, t) in json.loads(verdicts.read_text()).items()})
         for cell in nbformat.read(graded, as_version=4).cells:
             parsed = parse_grade_id(grade_id_of(cell))
             error = _first_error(cell, self.settings.cell_timeout)
@@ -330,14 +368,18 @@ class Grader:
                 reasons.setdefault(parsed[0], (f"{parsed[1]} cell: {error[0]}", error[1]))
         return reasons
 
-    def _what_stopped(self, base: Path, log: str) -> Stopped:
+    def _what_stopped(self, base: Path, log: str, group: cgroups.ControlGroup | None
+                      ) -> Stopped:
         progress = base / "private" / "progress.txt"
         started = progress.read_text().split() if progress.exists() else []
         parsed = parse_grade_id(started[-1]) if started else None
         limit = base / "course" / "runtime" / sandbox.LIMIT_FILE
         note = limit.read_text(errors="replace")[:200].strip() \
             if limit.is_file() and not limit.is_symlink() else ""
-        if SANDBOX_NOTE.fullmatch(note):
+        if group and group.memory_kills():  # read from the kernel, not from the student
+            why = ("the sandbox stopped it at its memory limit: "
+                   f"{sandbox.Limits().memory_mb} MB for all its processes together")
+        elif SANDBOX_NOTE.fullmatch(note):
             why = f"the sandbox stopped it at its {note}"
         elif note:  # the kernel can write that file too: not the sandbox's words
             why = "the kernel stopped and left a note the sandbox never writes: review by hand"

@@ -15,24 +15,32 @@ student's cells gave to something else (`all = [...]`, `type = ...`) is set asid
 tests run and put back after, so an honest variable named `all` costs nothing and a
 redefined `abs` fools no test. `JudgeTests` runs after execution: a tests cell that does
 not print its token did not run as written and scores 0, flagged for review by hand; of the
-rest, only errors count (stderr and results are set aside), because no tests cell of the
-book returns a score. `BoundedExecute` is nbgrader's execution keeping at most
-MAX_OUTPUT_CHARS of output per cell: a cell that prints gigabytes would otherwise fill the
-grader's memory (nbgrader's own LimitOutput counts lines, after the fact).
+rest, errors count (stderr and results are set aside, because no tests cell of the book
+returns a score), and then the verdict: the answers the hidden tests recorded must match
+the reference solution's on every case (tools/grading/verdicts.py), or the cell scores 0
+with an error of the grader's, its reason written where only the grader writes.
+`BoundedExecute` is nbgrader's execution keeping at most MAX_OUTPUT_CHARS of output per
+cell: a cell that prints gigabytes would otherwise fill the grader's memory (nbgrader's
+own LimitOutput counts lines, after the fact).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
+from bertbook.exercise_cases import ANSWERS_VARIABLE, SEED_VARIABLE
+from tools.grading import verdicts
 from tools.grading.exercises import grade_id_of, parse_grade_id
 
 TOKEN_VARIABLE = "BERTBOOK_GRADING_TOKEN"  # the grader puts the run's token here
+REFERENCE_VARIABLE = "BERTBOOK_REFERENCE"  # the grader's file of reference outcomes
+VERDICTS_VARIABLE = "BERTBOOK_VERDICTS"  # where JudgeTests writes why an exercise failed
 MAX_OUTPUT_CHARS = 200_000
 NOT_AS_WRITTEN = ("the tests cell did not run as written (something changed how cells "
                   "run); review by hand")
@@ -100,9 +108,30 @@ class JudgeTests(Preprocessor):
             cell.outputs = [new_output("error", ename="NotRunAsWritten", evalue=NOT_AS_WRITTEN,
                                        traceback=[])]
         else:
+            verdict = self._verdict(parse_grade_id(grade_id)[0])
             kept = printed.replace(_proof(grade_id) + "\n", "")
             cell.outputs = [_stdout(kept)] if kept.strip() else []
+            if verdict:
+                cell.outputs = [new_output("error", ename="WrongAnswer", evalue="",
+                                           traceback=[])]
         return cell, resources
+
+    def _verdict(self, exercise: str) -> verdicts.Verdict | None:
+        """The comparison with the reference, its reason saved to the grader's own file."""
+        if REFERENCE_VARIABLE not in os.environ:
+            return None  # nbgrader run by hand, outside `make grade`: no reference here
+        if not hasattr(self, "_reference"):
+            with open(os.environ[REFERENCE_VARIABLE]) as handle:
+                self._reference = json.load(handle)
+        verdict = verdicts.judge(exercise, self._reference[exercise],
+                                 Path(os.environ[ANSWERS_VARIABLE]),
+                                 int(os.environ[SEED_VARIABLE]))
+        if verdict:
+            saved = Path(os.environ[VERDICTS_VARIABLE])
+            found = json.loads(saved.read_text()) if saved.exists() else {}
+            found[exercise] = [verdict.reason, verdict.student_text]
+            saved.write_text(json.dumps(found))
+        return verdict
 
 
 def _stdout(text: str):

@@ -21,7 +21,9 @@ servers). Inside this sandbox that code
   grows too large, or when whoever started the sandbox kills it, that process exits and
   the kernel kills everything left inside, whatever it did to survive;
 * runs under **limits**: address space, processes (exact when started as root: the uid is
-  fresh), file size, open files, no core dumps.
+  fresh), file size, open files, no core dumps; and, given a control group (`--cgroup`,
+  tools/grading/cgroups.py, made by the grader as root), memory, processes and CPU for the
+  whole sandbox together; the shared folder's size and its number of files and folders.
 
 When a limit stops it, the sandbox writes which one to `LIMIT_FILE` in the shared folder.
 It uses Linux namespaces through util-linux's `unshare`; `available` says whether this
@@ -59,11 +61,13 @@ FIRST_FRESH_UID = 1 << 20  # far above any real user's uid
 class Limits:
     """What one sandboxed command may use; the defaults fit a chapter at smoke size."""
 
-    memory_mb: int = 4096     # address space of each process
-    processes: int = 256      # processes and threads of the sandbox's uid
+    memory_mb: int = 4096     # address space of each process; memory of all, in a cgroup
+    processes: int = 256      # processes and threads of the sandbox's uid (and cgroup)
+    cpus: float = 2.0         # CPUs the whole sandbox may keep busy, in a cgroup
     file_mb: int = 256        # largest file it may write
     scratch_mb: int = 512     # /tmp (with HOME) and /dev/shm, each
     share_mb: int = 64        # what it may add to the shared folder
+    share_entries: int = 10_000  # files and folders it may add there
     seconds: float = 1800.0   # wall clock, from start to the last process
 
 
@@ -91,14 +95,17 @@ def _namespaces(network: bool) -> list[str]:
 
 def command(share: Path, root: Path, readable: list[Path], argv: list[str],
             env: dict[str, str] | None = None, limits: Limits = Limits(),
-            network: bool = False) -> list[str]:
-    """The command line that runs argv in the sandbox (for a kernel spec, say)."""
+            network: bool = False, cgroup: tuple[Path, ...] = ()) -> list[str]:
+    """The command line that runs argv in the sandbox (for a kernel spec, say); `cgroup`:
+    the folders of a control group its first process joins (ControlGroup.folders)."""
     inside = [sys.executable, str(Path(__file__).resolve()), "--inside",
               "--share", str(share), "--root", str(root),
               "--limits", json.dumps(asdict(limits)),
               "--deadline", str(time.time() + limits.seconds)]
     for path in readable:
         inside += ["--read", str(path)]
+    for folder in cgroup:
+        inside += ["--cgroup", str(folder)]
     for name, value in (env or {}).items():
         inside += ["--env", f"{name}={value}"]
     return ["unshare", *_namespaces(network), *inside, "--", *argv]
@@ -263,15 +270,20 @@ def _become_student(uid: int | None, argv: list[str], env: dict[str, str],
     os.execvpe(argv[0], argv, env)
 
 
-def _folder_bytes(folder: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(folder):
+def _folder_size(folder: Path, most_entries: int) -> tuple[int, int]:
+    """(bytes, entries) of the files and folders under `folder`; the count stops a little
+    past `most_entries`, so that 300,000 empty folders cost no more than the limit does."""
+    total, entries = 0, 0
+    for dirpath, folders, files in os.walk(folder):
+        entries += len(folders) + len(files)
+        if entries > most_entries:
+            break
         for name in files:
             try:
                 total += os.lstat(os.path.join(dirpath, name)).st_size
             except OSError:
                 pass
-    return total
+    return total, entries
 
 
 def _stop(share: Path, why: str) -> None:
@@ -287,7 +299,7 @@ def _stop(share: Path, why: str) -> None:
 
 def supervise(child: int, share: Path, deadline: float, limits: Limits) -> int:
     """Reap processes until `child` exits; stop everything at a limit."""
-    baseline = _folder_bytes(share)
+    base_bytes, base_entries = _folder_size(share, limits.share_entries)
     while True:
         while True:
             try:
@@ -300,8 +312,11 @@ def supervise(child: int, share: Path, deadline: float, limits: Limits) -> int:
                 return os.waitstatus_to_exitcode(status)
         if time.time() > deadline:
             _stop(share, f"wall-clock limit: {limits.seconds:.0f} s")
-        if _folder_bytes(share) - baseline > limits.share_mb * 1024 * 1024:
+        size, entries = _folder_size(share, base_entries + limits.share_entries)
+        if size - base_bytes > limits.share_mb * 1024 * 1024:
             _stop(share, f"disk limit: more than {limits.share_mb} MB written")
+        if entries - base_entries > limits.share_entries:
+            _stop(share, f"file limit: more than {limits.share_entries} files and folders")
         time.sleep(0.2)
 
 
@@ -321,6 +336,8 @@ def run_inside(args: argparse.Namespace, argv: list[str]) -> int:
     limits = Limits(**json.loads(args.limits))
     share, workdir, new_root = args.share.resolve(), Path.cwd().resolve(), args.root.resolve()
     uid = fresh_uid() if _is_host_root() else None
+    for folder in args.cgroup:  # before anything else starts: every later process is counted
+        (folder / "cgroup.procs").write_text("0")
     build_root(new_root, share, args.read, workdir, limits)
     if uid is not None:  # the student's uid must reach its home and the shared folder
         os.chown(_inside(new_root, HOME), uid, uid)
@@ -357,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a host path the command may read (Python's own are added)")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE to pass")
     parser.add_argument("--network", action="store_true", help="keep the host's network")
+    parser.add_argument("--cgroup", type=Path, action="append", default=[],
+                        help="a control group folder to join (one per hierarchy)")
     parser.add_argument("--limits", default=json.dumps(asdict(Limits())),
                         help=argparse.SUPPRESS)
     parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)
@@ -371,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         line = command(args.share.resolve(), args.root.resolve(),
                        [*python_paths(), *args.read], run, dict(
                            item.partition("=")[::2] for item in args.env), limits,
-                       args.network)
+                       args.network, tuple(args.cgroup))
         os.execvp(line[0], line)
     return run_inside(args, run)
 
