@@ -7,6 +7,7 @@ the first wrong answer, says which input, what came back, what was expected and 
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 import types
@@ -18,8 +19,8 @@ __all__ = [
     "CheckFailed",
     "Case",
     "check_cases",
-    "check_top_words",
-    "check_size_rule",
+    "check_run_minutes",
+    "check_shuffled",
     "check_unigram_accuracy",
     "check_reading_offsets",
     "check_pieces_to_words",
@@ -40,10 +41,10 @@ __all__ = [
     "check_sentence_logits",
     "check_learning_signals",
     "check_clearly_better",
-    "check_padding_share",
+    "check_attention_weights_bytes",
     "check_mfu",
-    "check_batch_plan",
-    "check_all_reduce_bytes",
+    "check_rank_rows",
+    "check_averaged_gradients",
     "check_favourite_offset",
 ]
 
@@ -77,6 +78,18 @@ def _same(got: Any, expected: Any) -> bool:
     if type(expected) in (list, tuple):
         return len(got) == len(expected) and all(map(_same, got, expected))
     return got == expected
+
+
+def _unchanged(before: Any, after: Any) -> bool:
+    """Whether a call left its arguments as they were (tensors compared element by element).
+    The grader checks this too: an answer that edits its caller's list or tensor has a bug."""
+    if type(before) is not type(after):
+        return False
+    if type(before) in (list, tuple):
+        return len(before) == len(after) and all(map(_unchanged, before, after))
+    if type(before).__name__ == "Tensor":
+        return before.shape == after.shape and bool((before == after).all())
+    return before == after
 
 
 def _shown(got: Any, expected: Any) -> str:
@@ -115,7 +128,11 @@ def check_cases(function: Callable[..., Any], cases: list[Case], name: str = "")
                 continue
             raise CheckFailed(f"case {number}: {call} returned {got!r}, but it should raise "
                               f"{case.raises.__name__}. Hint: {case.hint}")
+        before = copy.deepcopy(case.args)
         got = _call(function, case, name)
+        if not _unchanged(before, case.args):
+            raise CheckFailed(f"case {number}: {call} changed its arguments to {case.args!r}: "
+                              "leave the input as it was and build the answer anew")
         if not _same(got, case.expected):
             raise CheckFailed(f"case {number}: {call} returned {_shown(got, case.expected)}; "
                               f"expected {case.expected!r}. Hint: {case.hint}")
@@ -124,30 +141,42 @@ def check_cases(function: Callable[..., Any], cases: list[Case], name: str = "")
 
 # ---- chapter 00 -------------------------------------------------------------------
 
-def check_top_words(top_words: Callable[[list[str], int], list[tuple[str, int]]]) -> None:
-    """Exercise 00.1: the n most frequent lower-cased words, most frequent first."""
-    check_cases(top_words, [
-        Case((["the cat", "the dog"], 1), [("the", 2)],
-             "count words over all documents together, not per document"),
-        Case((["The cat", "the CAT sat"], 2), [("the", 2), ("cat", 2)],
-             "lower-case before counting: 'The' and 'the' are one word"),
-        Case((["b a", "a c b a"], 3), [("a", 3), ("b", 2), ("c", 1)],
-             "sort by count, highest first (collections.Counter.most_common does this)"),
-        Case((["a, b. a!"], 2), [("a", 2), ("b", 1)],
-             "split into words and drop punctuation: 'a,' and 'a!' are the word 'a'"),
+def check_run_minutes(run_minutes: Callable[[int, int, float, float], float]) -> None:
+    """Exercise 00.1: minutes of a training run by the 6-FLOPs-per-weight-per-token rule."""
+    check_cases(run_minutes, [
+        Case((10, 100, 6000.0, 1.0), 1 / 60, "6 x 10 weights x 100 tokens = 6,000 operations: "
+                                             "one second at 6,000 per second"),
+        Case((10, 6000, 6000.0, 1.0), 1.0, "training counts 6 operations per weight and token "
+                                           "(2 forward, 4 backward), not 2"),
+        Case((10, 6000, 6000.0, 0.5), 2.0, "at half the peak a run takes twice as long"),
+        Case((20, 3000, 6000.0, 1.0), 1.0, "the answer is in minutes, not seconds"),
     ])
 
 
-def check_size_rule(size_for: Callable[[bool, str | None], str]) -> None:
-    """Exercise 00.2: the book's rule for choosing a size."""
-    check_cases(size_for, [
-        Case((False, None), "cpu", "no GPU and nothing requested: the laptop size"),
-        Case((True, None), "gpu", "a CUDA GPU and nothing requested: the GPU size"),
-        Case((True, "smoke"), "smoke", "a requested size wins over the hardware"),
-        Case((False, "GPU"), "gpu", "size names are case-insensitive"),
-        Case((False, "huge"), None, "an unknown name is an error (raise ValueError)",
-             raises=ValueError),
-    ])
+def check_shuffled(shuffled: Callable[[list, int], list]) -> None:
+    """Exercise 00.2: a seeded shuffle that touches nothing else."""
+    import random
+
+    for case in (Case(([], 0), [], "no items, nothing to shuffle"),
+                 Case((["x"], 5), ["x"], "one item has one order")):
+        got = _call(shuffled, case)
+        if not _same(got, case.expected):
+            raise CheckFailed(f"shuffled{case.args!r} returned {_shown(got, case.expected)}; "
+                              f"expected {case.expected!r}. Hint: {case.hint}")
+    items = list(range(10))
+    state = random.getstate()
+    first, second = shuffled(items, 1), shuffled(items, 1)
+    if items != list(range(10)):
+        raise CheckFailed("shuffled changed the list it was given: shuffle a copy of it")
+    if random.getstate() != state:
+        raise CheckFailed("shuffled moved the random module's own generator: draw from a "
+                          "random.Random(seed) of your own instead of random.seed")
+    if first != second or sorted(first) != items:
+        raise CheckFailed(f"shuffled(items, 1) gave {first!r} then {second!r}: the same seed "
+                          "should give the same order of the same items")
+    if first == shuffled(items, 2):
+        raise CheckFailed("seeds 1 and 2 gave the same order: use the seed you are given")
+    print("✓ shuffled: same seed, same order; input and random module left alone")
 
 
 # ---- chapter 01 -------------------------------------------------------------------
@@ -526,17 +555,16 @@ def check_clearly_better(clearly_better: Callable[[list[float], list[float]], bo
 
 # ---- chapter 10 -------------------------------------------------------------------
 
-def check_padding_share(padding_share: Callable[[list[int], int], float]) -> None:
-    """Exercise 10.1: the share of positions that padded batching wastes."""
-    check_cases(padding_share, [
-        Case(([4, 4], 2), 0.0, "two documents of equal length need no padding"),
-        Case(([2, 4], 2), 0.25, "one batch padded to 4: 8 positions for 6 tokens"),
-        Case(([2, 4], 1), 0.0, "one document per batch: each batch is as long as its "
-                               "document"),
-        Case(([1, 3, 2, 2], 2), 0.2, "batches [1, 3] (6 positions) and [2, 2] (4): 8 of "
-                                     "10 positions hold tokens"),
-        Case(([1, 2, 3], 2), 1 / 7, "the last batch holds only the one remaining document: "
-                                    "4 + 3 positions for 6 tokens"),
+def check_attention_weights_bytes(
+    attention_weights_bytes: Callable[[int, int, int, int], int],
+) -> None:
+    """Exercise 10.1: the bytes of one layer's attention weights that explicit attention keeps."""
+    check_cases(attention_weights_bytes, [
+        Case((1, 1, 3, 4), 36, "one head of 3 tokens: a 3 x 3 matrix of 4-byte values"),
+        Case((1, 1, 6, 4), 144, "twice the length, four times the bytes: every token "
+                                "weighs every other"),
+        Case((2, 3, 3, 4), 216, "one matrix per sequence and per head"),
+        Case((1, 1, 3, 2), 18, "bf16 values take 2 bytes each"),
     ])
 
 
@@ -554,26 +582,32 @@ def check_mfu(mfu: Callable[[float, int, int, float], float]) -> None:
 
 # ---- chapter 11 -------------------------------------------------------------------
 
-def check_batch_plan(batch_plan: Callable[[int, int, int], tuple[int, int]]) -> None:
-    """Exercise 11.1: micro-batch and accumulation steps for a global batch."""
-    check_cases(batch_plan, [
-        Case((256, 8, 32), (32, 1), "32 per process fits in one micro-batch"),
-        Case((256, 8, 16), (16, 2), "32 per process, at most 16 at a time: two steps of 16"),
-        Case((256, 4, 24), (16, 4), "64 per process: one step of 64 or two of 32 are too "
-                                    "big, three steps do not divide 64; four steps of 16"),
-        Case((96, 4, 10), (8, 3), "24 per process; 12 is too big, so three steps of 8"),
-        Case((100, 8, 32), None, "100 sequences do not split evenly over 8 processes",
+def check_rank_rows(rank_rows: Callable[[list[int], int, int, int, int], list[int]]) -> None:
+    """Exercise 11.1: the rows of a global batch that one rank takes."""
+    order = [7, 3, 5, 1, 0, 2, 6, 4]
+    check_cases(rank_rows, [
+        Case((order, 0, 8, 0, 1), order, "alone, a process takes the whole batch"),
+        Case((order, 0, 4, 0, 2), [7, 3], "rank 0 of 2 takes the first half of batch 0: a "
+                                          "contiguous slice, not every other row"),
+        Case((order, 0, 4, 1, 2), [5, 1], "rank 1 takes the slice after rank 0's"),
+        Case((order, 1, 4, 1, 2), [6, 4], "batch 1 starts 4 rows into the epoch's order"),
+        Case((order, 0, 3, 0, 2), None, "3 rows do not split over 2 processes: raise ValueError",
              raises=ValueError),
     ])
 
 
-def check_all_reduce_bytes(all_reduce_bytes: Callable[[int, int, int], float]) -> None:
-    """Exercise 11.3: the bytes one process sends in a ring all-reduce."""
-    check_cases(all_reduce_bytes, [
-        Case((1000, 2, 4), 4000.0, "two processes: 2 * 1/2 of the 4,000 gradient bytes"),
-        Case((1000, 4, 2), 3000.0, "four processes: 2 * 3/4 of 2,000 bytes"),
-        Case((1000, 1, 4), 0.0, "alone, a process sends nothing"),
-        Case((10, 10, 4), 72.0, "ten processes: 2 * 9/10 of 40 bytes"),
+def check_averaged_gradients(averaged_gradients: Callable[[list[list[float]]], list[float]]
+                             ) -> None:
+    """Exercise 11.3: what every rank holds after DDP's all-reduce of the gradients."""
+    check_cases(averaged_gradients, [
+        Case(([[1.0, 2.0]],), [1.0, 2.0], "one rank: its gradient is already the average"),
+        Case(([[1.0, 2.0], [3.0, 4.0]],), [2.0, 3.0],
+             "average across ranks, one weight at a time; an all-reduce that sums would give "
+             "[4.0, 6.0]"),
+        Case(([[0.0], [0.0], [3.0]],), [1.0], "divide by the number of ranks"),
+        Case(([[1.0, 2.0], [1.0]],), None, "every rank holds the same model: gradients of "
+                                           "different sizes are an error (ValueError)",
+             raises=ValueError),
     ])
 
 

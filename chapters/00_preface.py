@@ -201,68 +201,62 @@ show_markdown(library_table())
 # check you can run: it tries your function on small worked examples and tells you what went
 # wrong, not only that something did.
 #
-# **Exercise 0.1 — warm up on real text.** The `gensim` package ships 300 short news
-# documents (Lee et al., 2005), which `bertbook.corpora.lee_news()` returns. Write
-# `top_words(documents, n)`: the `n` most frequent lower-cased words over all documents, as
-# `(word, count)` pairs, most frequent first; punctuation is not part of a word.
+# **Exercise 0.1 — what a run costs.** Training reads every token once forward and once
+# backward: about 6 floating-point operations per weight per token (2 forward, 4 backward;
+# Kaplan et al., 2020). A GPU sustains only a `utilisation` share of its datasheet
+# `peak_flops` (operations per second). Write `run_minutes(parameters, tokens, peak_flops,
+# utilisation)`: the minutes a run of `tokens` tokens takes for a model of `parameters`
+# weights.
 
 # %% nbgrader={"grade": false, "grade_id": "ex0_1_answer", "locked": false, "schema_version": 3, "solution": true}
-import re
-from collections import Counter
-
-
-def top_words(documents: list[str], n: int) -> list[tuple[str, int]]:
+def run_minutes(parameters: int, tokens: int, peak_flops: float, utilisation: float) -> float:
     ### BEGIN SOLUTION
-    words = Counter(w for doc in documents for w in re.findall(r"[a-z0-9']+", doc.lower()))
-    return words.most_common(n)
+    return 6 * parameters * tokens / (peak_flops * utilisation) / 60
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex0_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
-from bertbook.checks import check_top_words
-from bertbook.corpora import lee_news
+from bertbook.checks import check_run_minutes
 
-check_top_words(top_words)
-print(top_words([article.text for article in lee_news()], 8))
+check_run_minutes(run_minutes)
 ### BEGIN HIDDEN TESTS
-for documents, n, expected in [(["x y x", "y x"], 2, [("x", 3), ("y", 2)]), ([], 3, [])]:
-    got = top_words(documents, n)
-    assert type(got) is list and all(type(p) is tuple and type(p[0]) is str
-                                     and type(p[1]) is int for p in got), got
-    assert got == expected, (documents, got)
+from bertbook.exercise_cases import record_answers
+
+record_answers("0.1", run_minutes=run_minutes)
 ### END HIDDEN TESTS
+from bertbook.measure import DATASHEET_TFLOPS
+
+paper_tokens = 1_000_000 * 256 * 512  # 1M steps of 256 x 512 tokens (the paper's A.2)
+t4_days = run_minutes(110_000_000, paper_tokens, DATASHEET_TFLOPS["T4"] * 1e12, 0.4) / 60 / 24
+print(f"BERT-base's pretraining on one T4 at 40% of its peak: about {t4_days:.0f} days")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex0_2_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 0.2 — the size rule.** Write `size_for(has_cuda, requested)`, the rule the book
-# uses: a requested size (any capitalisation) wins; with nothing requested (`None`), `"gpu"`
-# if there is a CUDA GPU, else `"cpu"`; a name that is not a size raises `ValueError`.
+# **Exercise 0.2 — the same numbers every time.** A chapter's numbers repeat because every
+# random draw comes from a seeded generator. Write `shuffled(items, seed)`: a new list of
+# `items` in an order that depends only on `seed`, the order `random.Random(seed).shuffle`
+# gives. Leave `items` as it was, and leave the `random` module's own generator alone (other
+# code draws from it too).
 
 # %% nbgrader={"grade": false, "grade_id": "ex0_2_answer", "locked": false, "schema_version": 3, "solution": true}
-def size_for(has_cuda: bool, requested: str | None) -> str:
+import random
+
+
+def shuffled(items: list, seed: int) -> list:
     ### BEGIN SOLUTION
-    if requested is None:
-        return "gpu" if has_cuda else "cpu"
-    if requested.lower() not in SIZE_NAMES:
-        raise ValueError(f"{requested!r} is not one of {SIZE_NAMES}")
-    return requested.lower()
+    copy = list(items)
+    random.Random(seed).shuffle(copy)
+    return copy
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex0_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
-from bertbook.checks import check_size_rule
+from bertbook.checks import check_shuffled
 
-check_size_rule(size_for)
+check_shuffled(shuffled)
 ### BEGIN HIDDEN TESTS
-for has_cuda, requested, expected in [(True, "Smoke", "smoke"), (True, None, "gpu"),
-                                      (False, "cpu", "cpu")]:
-    got = size_for(has_cuda, requested)
-    assert type(got) is str and got == expected, (has_cuda, requested, got)
-try:
-    size_for(False, "laptop")
-except ValueError:
-    pass
-else:
-    raise AssertionError("size_for(False, 'laptop') should raise ValueError")
+from bertbook.exercise_cases import record_answers
+
+record_answers("0.2", shuffled=shuffled)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex0_3_statement", "locked": true, "schema_version": 3, "solution": false}

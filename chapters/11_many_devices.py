@@ -349,40 +349,36 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #
 # ## Exercises
 #
-# **Exercise 11.1 — a batch plan.** The paper's global batch is 256 sequences. Write
-# `batch_plan(global_batch, processes, max_micro_batch)`: the `(micro_batch, accumulation)`
-# that each of `processes` data-parallel processes should use so that
-# `processes × micro_batch × accumulation == global_batch`, with `micro_batch` at most
-# `max_micro_batch` and as few accumulation steps as possible. Raise `ValueError` when the
-# global batch does not split evenly over the processes.
+# **Exercise 11.1 — each rank's slice.** Write `rank_rows(order, batch, batch_size, rank,
+# world_size)` as chapter 06's trainer slices a batch: global batch number `batch` is the
+# `batch_size` rows of the epoch's `order` (a list of dataset indices) starting at
+# `batch × batch_size`; of these, rank `rank` takes the contiguous slice of
+# `batch_size / world_size` rows at its place. Raise `ValueError` when the batch does not
+# split evenly over the processes.
 
 # %% nbgrader={"grade": false, "grade_id": "ex11_1_answer", "locked": false, "schema_version": 3, "solution": true}
-def batch_plan(global_batch: int, processes: int, max_micro_batch: int) -> tuple[int, int]:
+def rank_rows(order: list[int], batch: int, batch_size: int, rank: int,
+              world_size: int) -> list[int]:
     ### BEGIN SOLUTION
-    if global_batch % processes:
-        raise ValueError(f"{global_batch} sequences do not split over {processes} processes")
-    per_process = global_batch // processes
-    for accumulation in range(1, per_process + 1):
-        if per_process % accumulation == 0 and per_process // accumulation <= max_micro_batch:
-            return per_process // accumulation, accumulation
-    raise ValueError("max_micro_batch must be at least 1")
+    if batch_size % world_size:
+        raise ValueError(f"{batch_size} rows do not split over {world_size} processes")
+    share = batch_size // world_size
+    start = batch * batch_size + rank * share
+    return order[start:start + share]
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex11_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
-from bertbook.checks import check_batch_plan
+from bertbook.checks import check_rank_rows
 
-check_batch_plan(batch_plan)
+check_rank_rows(rank_rows)
 ### BEGIN HIDDEN TESTS
-got = batch_plan(64, 4, 8)
-assert type(got) is tuple and all(type(n) is int for n in got) and got == (8, 2), got
-try:
-    batch_plan(30, 4, 8)
-except ValueError:
-    pass
-else:
-    raise AssertionError("batch_plan(30, 4, 8) should raise ValueError")
+from bertbook.exercise_cases import record_answers
+
+record_answers("11.1", rank_rows=rank_rows)
 ### END HIDDEN TESTS
+print("two ranks, batch 0 of a 4-row batch:", [rank_rows(list(range(8)), 0, 4, rank, 2)
+                                               for rank in (0, 1)])
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 11.2 — a mean of means.** Two processes train a masked LM. Rank 0's slice holds
@@ -404,26 +400,28 @@ else:
 # ### END SOLUTION
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex11_3_statement", "locked": true, "schema_version": 3, "solution": false}
-# **Exercise 11.3 — what the network carries.** In a ring all-reduce over `world_size`
-# processes, each process sends 2 · (world_size − 1) / world_size of the gradient's bytes
-# per step (once to share out partial sums, once to gather the results). Write
-# `all_reduce_bytes(parameters, world_size, bytes_per_value)`: the bytes one process sends
-# per step for a model of `parameters` values.
+# **Exercise 11.3 — the all-reduce by hand.** Write `averaged_gradients(gradients)`: given
+# each rank's gradient as a list of floats (one list per rank), return what every rank holds
+# after DDP's all-reduce, the element-wise mean over the ranks. Raise `ValueError` when the
+# ranks' gradients differ in length (their models would differ).
 
 # %% nbgrader={"grade": false, "grade_id": "ex11_3_answer", "locked": false, "schema_version": 3, "solution": true}
-def all_reduce_bytes(parameters: int, world_size: int, bytes_per_value: int) -> float:
+def averaged_gradients(gradients: list[list[float]]) -> list[float]:
     ### BEGIN SOLUTION
-    return 2 * (world_size - 1) / world_size * parameters * bytes_per_value
+    if len({len(gradient) for gradient in gradients}) != 1:
+        raise ValueError("every rank must hold a gradient of the same size")
+    return [sum(values) / len(gradients) for values in zip(*gradients)]
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex11_3_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
-from bertbook.checks import check_all_reduce_bytes
+from bertbook.checks import check_averaged_gradients
 
-check_all_reduce_bytes(all_reduce_bytes)
+check_averaged_gradients(averaged_gradients)
 ### BEGIN HIDDEN TESTS
-got = all_reduce_bytes(500, 5, 4)
-assert type(got) is float and got == 3200.0, got
+from bertbook.exercise_cases import record_answers
+
+record_answers("11.3", averaged_gradients=averaged_gradients)
 ### END HIDDEN TESTS
 
 

@@ -46,39 +46,66 @@ def test_a_missing_error_is_reported():
 
 
 def test_a_right_answer_passes(capsys):
-    def size_for(has_cuda, requested):
-        if requested is None:
-            return "gpu" if has_cuda else "cpu"
-        if requested.lower() not in ("smoke", "cpu", "gpu"):
-            raise ValueError(requested)
-        return requested.lower()
+    def run_minutes(parameters, tokens, peak_flops, utilisation):
+        return 6 * parameters * tokens / (peak_flops * utilisation) / 60
 
-    assert checks.check_size_rule(size_for) is None  # printed once, not echoed again
-    assert capsys.readouterr().out == "✓ size_for: all 5 checks passed\n"
+    assert checks.check_run_minutes(run_minutes) is None  # printed once, not echoed again
+    assert capsys.readouterr().out == "✓ run_minutes: all 4 checks passed\n"
 
 
-def test_a_list_subclass_that_equals_everything_fails():
-    class AlwaysEqual(list):
+def test_a_float_subclass_that_equals_everything_fails():
+    class AlwaysEqual(float):
         def __eq__(self, other):
             return True
 
-    with pytest.raises(checks.CheckFailed, match="of type AlwaysEqual, not list"):
-        checks.check_top_words(lambda documents, n: AlwaysEqual())
+    with pytest.raises(checks.CheckFailed, match="of type AlwaysEqual, not float"):
+        checks.check_run_minutes(lambda parameters, tokens, peak, share: AlwaysEqual(1.0))
 
 
 def test_checks_cannot_be_replaced_from_an_answer_cell():
     with pytest.raises(AttributeError, match="read-only"):
-        checks.check_size_rule = lambda size_for: None
+        checks.check_shuffled = lambda shuffled: None
     with pytest.raises(AttributeError, match="read-only"):
-        del checks.check_top_words
+        del checks.check_run_minutes
 
 
-def test_top_words_check_catches_case_sensitivity():
-    def top_words(documents, n):
-        return Counter(w for d in documents for w in d.split()).most_common(n)
+def test_the_run_cost_check_catches_the_forward_only_count():
+    def run_minutes(parameters, tokens, peak_flops, utilisation):
+        return 2 * parameters * tokens / (peak_flops * utilisation) / 60
 
-    with pytest.raises(checks.CheckFailed, match="case 2.*lower-case"):
-        checks.check_top_words(top_words)
+    with pytest.raises(checks.CheckFailed, match="case 1.*6,000 operations"):
+        checks.check_run_minutes(run_minutes)
+
+
+@pytest.mark.parametrize("slip, message", [
+    ("in place", "changed the list it was given"),
+    ("global seed", "moved the random module's own generator"),
+])
+def test_the_shuffle_check_catches_the_classic_slips(slip, message):
+    import random
+
+    def shuffled(items, seed):
+        if slip == "in place":
+            random.Random(seed).shuffle(items)
+            return items
+        random.seed(seed)
+        copy = list(items)
+        random.shuffle(copy)
+        return copy
+
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.check_shuffled(shuffled)
+
+
+def test_the_new_core_checks_catch_their_classic_slips():
+    with pytest.raises(checks.CheckFailed, match="four times the bytes"):
+        checks.check_attention_weights_bytes(lambda batch, heads, length, size:
+                                             batch * heads * length * 3 * size)
+    with pytest.raises(checks.CheckFailed, match="not every other row"):
+        checks.check_rank_rows(lambda order, batch, size, rank, world:
+                               order[batch * size:][rank::world][:size // world])
+    with pytest.raises(checks.CheckFailed, match="sums would give"):
+        checks.check_averaged_gradients(lambda ranks: [sum(v) for v in zip(*ranks)])
 
 
 def test_the_head_split_check_passes_a_right_answer_and_catches_a_reshape_across_positions():

@@ -36,9 +36,9 @@ def test_the_book_folds_solutions_and_drops_hidden_tests():
     assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
     toggles = [c for c in shown.cells if c.source.startswith("````{admonition} Solution")]
     assert len(toggles) == 3  # two code answers and a written one
-    assert toggles[0].source.count("```python") == 1 and "def top_words(" in toggles[0].source
+    assert toggles[0].source.count("```python") == 1 and "def run_minutes(" in toggles[0].source
     assert ":class: dropdown" in toggles[0].source  # collapsed until the reader opens it
-    tests = next(c for c in shown.cells if "check_top_words(top_words)" in c.source)
+    tests = next(c for c in shown.cells if "check_run_minutes(run_minutes)" in c.source)
     assert tests.outputs, "the check's output stays"
 
 

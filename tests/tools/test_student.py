@@ -91,4 +91,4 @@ def test_student_copy_runs_until_the_first_exercise(student_dir):
     with pytest.raises(CellExecutionError) as error:
         client.execute()
     assert "CheckFailed" in str(error.value)
-    assert "top_words is still the stub" in str(error.value)
+    assert "run_minutes is still the stub" in str(error.value)
