@@ -15,6 +15,7 @@ MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask", "position_ids")
 LABEL_KEYS = ("labels", "next_sentence_label", "start_positions", "end_positions")
 
 
+# From chapters/02_tokens.py, cell 17.
 def pad_batch(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
     """Pad rows of ids into one batch: input_ids with pad_id, token_type_ids with 0,
     attention_mask 1 on tokens and 0 on padding, per-token labels with IGNORE_INDEX.
@@ -46,6 +47,7 @@ def pad_batch(rows: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
     return batch
 
 
+# From chapters/02_tokens.py, cell 18.
 class PaddingCollator:
     """Pad features (dicts of id lists) into a batch with pad_batch, for a DataLoader or
     the Trainer. Keys other than the model's inputs and labels stay out of it."""

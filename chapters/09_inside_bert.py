@@ -19,9 +19,10 @@
 # **bank** …"* — of a river, or of money? A bidirectional encoder reads the whole sentence
 # before it commits to a vector for "bank". This chapter opens a real, trained BERT and
 # checks that claim layer by layer: does the vector of "bank" separate the two senses, and
-# from which layer on? Then it looks at what the attention heads attend to, and asks each
-# layer, with a linear *probe*, how much it knows about a property of real text that it was
-# never trained to predict.
+# from which layer on? The answer comes first; how it is measured, and where the weights
+# come from, follow. Then the chapter looks at what the attention heads attend to, and
+# asks each layer, with a linear *probe*, how much it knows about a property of real text
+# that it was never trained to predict.
 #
 # The size switch chooses the checkpoint and how much text the statistics read. Offline
 # sizes use all-MiniLM-L6-v2, a model with BERT's architecture and vocabulary (distilled,
@@ -33,7 +34,7 @@
 # and on an A100 (`bertbook.budget` says how it is estimated; a chapter's budget is 30
 # minutes on a T4). This chapter trains nothing: it reads paragraphs through BERT-base.
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -98,142 +99,69 @@ GPU_WORK = gpu_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
 
 # %% [markdown]
-# ## Loading Google's checkpoints
+# ## The answer first: "bank", layer by layer
 #
-# Chapter 04's `from_pretrained` reads a folder in the `transformers` format. Google's
-# original BERT checkpoints on the hub are in that format too, with one relic of their
-# TensorFlow past: some name LayerNorm's parameters `gamma` and `beta` instead of `weight`
-# and `bias`. `transformers` renames them silently while loading; we do it once, when the
-# checkpoint is downloaded, and write a clean folder that every loader in the book reads.
-
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
-#| export bertlib/core/hub.py
-#| internal LEGACY_SUFFIXES HUB_FILES modern_names
-"""Google's BERT checkpoints from the Hugging Face hub, downloaded once and converted to
-the names every loader reads."""
-
-import shutil
-from pathlib import Path
-
-import torch
-
-from bertlib.core.checkpoints import read_state_dict
-from bertlib.errors import DataUnavailable
-
-LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
-HUB_FILES = ["config.json", "vocab.txt"]
-
-
-def modern_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """LayerNorm.gamma / .beta (the original TensorFlow port's names) -> .weight / .bias."""
-    renamed = {}
-    for key, tensor in state.items():
-        for old, new in LEGACY_SUFFIXES.items():
-            if key.endswith(old):
-                key = key.removesuffix(old) + new
-                break
-        renamed[key] = tensor
-    return renamed
-
-
-def convert_checkpoint(source: str | Path, target: str | Path) -> Path:
-    """Copy a checkpoint folder (config.json, vocab.txt, weights) with modern names, the
-    weights as model.safetensors."""
-    from safetensors.torch import save_file
-
-    source, target = Path(source), Path(target)
-    target.mkdir(parents=True, exist_ok=True)
-    tensors = {key: tensor.contiguous()
-               for key, tensor in modern_names(read_state_dict(source)).items()}
-    save_file(tensors, target / "model.safetensors", metadata={"format": "pt"})
-    for name in HUB_FILES:
-        shutil.copyfile(source / name, target / name)
-    return target
-
-
-def hub_checkpoint(name: str, cache: str | Path) -> Path:
-    """The folder of a BERT checkpoint from the hub, downloaded and converted on first use
-    into the folder cache, read from there afterwards."""
-    target = Path(cache) / name.replace("/", "--")
-    if (target / "model.safetensors").is_file():
-        return target
-    try:
-        from huggingface_hub import snapshot_download
-
-        source = Path(snapshot_download(name, allow_patterns=[*HUB_FILES, "model.safetensors"]))
-        if not (source / "model.safetensors").is_file():  # older repositories: a .bin only
-            source = Path(snapshot_download(name, allow_patterns=[*HUB_FILES,
-                                                                  "pytorch_model.bin"]))
-    except (ImportError, OSError, ValueError) as error:
-        raise DataUnavailable(
-            f"could not download {name!r} from the Hugging Face hub ({error}). It needs "
-            "internet, as on Colab; offline, use a checkpoint folder you have (the book's "
-            "MiniLM: bertbook.datasets.minilm_dir())") from error
-    return convert_checkpoint(source, target)
-
-
-# %% [markdown]
-# Offline we cannot download, but we can check the conversion on a real checkpoint: give
-# MiniLM's LayerNorms their old names, convert, load, and compare with the original.
+# The book ships 48 sentences written for it (`bertbook.datasets.bank_senses`), in 24
+# *minimal pairs*: the two sentences of a pair are word for word the same up to and
+# including "bank", and only what comes after settles the sense, money in one and a river's
+# edge in the other:
+#
+# > She walked to the bank to pay in her wages. / She walked to the bank to watch the river
+# > flow past.
+#
+# The cell reads all 48 through the model, keeps the vector of "bank" after the embeddings
+# and after every layer, and scores how well each layer's vectors sort the senses: for
+# each pair in turn, is each of its two vectors nearer the mean direction of its own sense
+# over the other 23 pairs? 0.5 is chance.
 
 # %%
-from safetensors.torch import save_file
+from bertbook.datasets import bank_senses
+from bertlib.analysis.probing import nearest_centroid_accuracy, word_vectors
+from bertlib.core.hub import hub_checkpoint
 
-from bertlib.core.hub import convert_checkpoint, hub_checkpoint
-
-with tempfile.TemporaryDirectory() as scratch:
-    legacy, converted = Path(scratch) / "legacy", Path(scratch) / "converted"
-    legacy.mkdir()
-    state = read_state_dict(minilm_dir())
-    old_names = {key.replace("LayerNorm.weight", "LayerNorm.gamma")
-                 .replace("LayerNorm.bias", "LayerNorm.beta"): tensor
-                 for key, tensor in state.items()}
-    save_file(old_names, legacy / "model.safetensors")
-    for name in ("config.json", "vocab.txt"):
-        shutil.copyfile(minilm_dir() / name, legacy / name)
-    renamed = sum(key.endswith((".gamma", ".beta")) for key in old_names)
-    reloaded = BertModel.from_pretrained(convert_checkpoint(legacy, converted))
-original = BertModel.from_pretrained(minilm_dir())
-same = all(torch.equal(a, b) for a, b in zip(original.state_dict().values(),
-                                             reloaded.state_dict().values()))
-print(f"{renamed} LayerNorm tensors had their old names; after conversion the model is "
-      f"identical: {same}")
-assert renamed > 0 and same
-
-# %% [markdown]
-# Now the chapter's model, and the check from chapter 04 that it computes what
-# `transformers` computes with the same weights, on real text:
-
-# %%
-from transformers import BertModel as ReferenceBertModel
-from transformers.utils import logging as transformers_logging
-
-transformers_logging.disable_progress_bar()
 folder = (minilm_dir() if S["checkpoint"] == "minilm"
           else hub_checkpoint(S["checkpoint"], cache_dir() / "hub"))
 model = BertModel.from_pretrained(folder).to(DEVICE)
 tokenizer = BertTokenizer.from_pretrained(folder, max_length=S["max_length"])
-reference = ReferenceBertModel.from_pretrained(str(folder), attn_implementation="eager")
-paragraphs = wikipedia_links()
-check_batch = tokenizer([p.text for p in paragraphs[:8]])
-with torch.no_grad():
-    ours_hidden = model(**{k: v.to(DEVICE) for k, v in check_batch.items()}).last_hidden_state
-    their_hidden = reference.eval()(**check_batch).last_hidden_state
-real = check_batch["attention_mask"].bool()
-gap = (ours_hidden.cpu() - their_hidden)[real].abs().max().item()
-config = model.config
-print(f"{S['checkpoint']}: {config.num_hidden_layers} layers, hidden {config.hidden_size}, "
-      f"{config.num_attention_heads} heads; largest difference from transformers {gap:.1e}")
-assert gap < 1e-4
-del reference
+examples = bank_senses()
+senses = [e.sense for e in examples]
+pair_of = [n // 2 for n in range(len(examples))]  # the file lists each pair's two sentences
+vectors = word_vectors(model, tokenizer, [e.sentence for e in examples], "bank")
+accuracy_by_layer = [nearest_centroid_accuracy(layer, senses, pair_of) for layer in vectors]
+layer_names = ["embeddings"] + [f"layer {n}" for n in range(1, len(vectors))]
+for name, accuracy in zip(layer_names, accuracy_by_layer):
+    print(f"{name:<11} nearest-sense accuracy {accuracy:.2f}")
+best_layer = max(range(len(accuracy_by_layer)), key=accuracy_by_layer.__getitem__)
+print(f"static embedding: one vector for all {len(examples)} sentences (chance: 0.50)")
+
+# %%
+fig, (curve, scatter) = plt.subplots(1, 2, figsize=(10, 3.6))
+curve.plot(range(len(accuracy_by_layer)), accuracy_by_layer, marker="o")
+curve.axhline(0.5, color="grey", linestyle="--", label="chance / static embedding")
+curve.set_xticks(range(len(layer_names)), ["emb"] + [str(n) for n in range(1, len(vectors))])
+curve.set_xlabel("layer")
+curve.set_ylabel("nearest-sense accuracy")
+curve.set_ylim(0.4, 1.02)
+curve.legend()
+curve.set_title('"bank": money or river?')
+last = vectors[-1] - vectors[-1].mean(0)
+_, _, directions = torch.linalg.svd(last, full_matrices=False)
+projected = last @ directions[:2].T
+for sense, colour in [("money", "tab:green"), ("river", "tab:blue")]:
+    chosen = [i for i, s in enumerate(senses) if s == sense]
+    scatter.scatter(projected[chosen, 0], projected[chosen, 1], c=colour, label=sense, s=18)
+scatter.legend()
+scatter.set_title("last layer, first two principal components")
+plt.tight_layout()
+plt.show()
 
 # %% [markdown]
-# ## Every layer's vectors
+# ## How it was measured: every layer's vectors
 #
-# `BertModel` returns only the last layer. To see the others we attach *forward hooks*:
-# functions PyTorch calls with each module's output as the forward pass runs. Hooks on the
-# embeddings and on each encoder layer catch every intermediate vector without changing
-# the model's code.
+# This section builds what the first cell called. `BertModel` returns only the last layer.
+# To see the others we attach *forward hooks*: functions PyTorch calls with each module's
+# output as the forward pass runs. Hooks on the embeddings and on each encoder layer catch
+# every intermediate vector without changing the model's code.
 
 # %%
 #| export bertlib/analysis/probing.py
@@ -307,61 +235,17 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
 
 
 # %% [markdown]
-# ## Back to "bank"
+# ## Only the right-hand words can part them
 #
-# The book ships 48 sentences written for it (`bertbook.datasets.bank_senses`), in 24 *minimal
-# pairs*: the two sentences of a pair are word for word the same up to and including
-# "bank", and only what comes after settles the sense — money in one, a river's edge in
-# the other:
-#
-# > She walked to the bank to pay in her wages. / She walked to the bank to watch the river
-# > flow past.
-#
-# So "bank" stands at the same position after the same words in both senses, and any
-# difference between its vectors can only come from reading to the right of it.
+# In a minimal pair "bank" stands at the same position after the same words, so any
+# difference between its two vectors can only come from reading to the right of it.
 #
 # The *static* input embedding of "bank" is one row of the embedding table: the same vector
-# in every sentence, so no method can separate the senses with it. After the embedding
-# layer (which adds position and segment) and after each encoder layer, we measure how
-# well the senses separate: leave one pair out, compute each sense's mean direction from
-# the other pairs, and see whether each left-out vector is nearer its own sense (0.5 is
-# chance).
-
-# %%
-from bertbook.datasets import bank_senses
-from bertlib.analysis.probing import nearest_centroid_accuracy, word_vectors
-
-examples = bank_senses()
-senses = [e.sense for e in examples]
-pair_of = [n // 2 for n in range(len(examples))]  # the file lists each pair's two sentences
-vectors = word_vectors(model, tokenizer, [e.sentence for e in examples], "bank")
-accuracy_by_layer = [nearest_centroid_accuracy(layer, senses, pair_of) for layer in vectors]
-layer_names = ["embeddings"] + [f"layer {n}" for n in range(1, len(vectors))]
-for name, accuracy in zip(layer_names, accuracy_by_layer):
-    print(f"{name:<11} nearest-sense accuracy {accuracy:.2f}")
-best_layer = max(range(len(accuracy_by_layer)), key=accuracy_by_layer.__getitem__)
-print(f"static embedding: one vector for all {len(examples)} sentences (chance: 0.50)")
-
-# %%
-fig, (curve, scatter) = plt.subplots(1, 2, figsize=(10, 3.6))
-curve.plot(range(len(accuracy_by_layer)), accuracy_by_layer, marker="o")
-curve.axhline(0.5, color="grey", linestyle="--", label="chance / static embedding")
-curve.set_xticks(range(len(layer_names)), ["emb"] + [str(n) for n in range(1, len(vectors))])
-curve.set_xlabel("layer")
-curve.set_ylabel("nearest-sense accuracy")
-curve.set_ylim(0.4, 1.02)
-curve.legend()
-curve.set_title('"bank": money or river?')
-last = vectors[-1] - vectors[-1].mean(0)
-_, _, directions = torch.linalg.svd(last, full_matrices=False)
-projected = last @ directions[:2].T
-for sense, colour in [("money", "tab:green"), ("river", "tab:blue")]:
-    chosen = [i for i, s in enumerate(senses) if s == sense]
-    scatter.scatter(projected[chosen, 0], projected[chosen, 1], c=colour, label=sense, s=18)
-scatter.legend()
-scatter.set_title("last layer, first two principal components")
-plt.tight_layout()
-plt.show()
+# in every sentence, so no method can separate the senses with it. The embedding layer adds
+# position and segment, which the two sentences of a pair share, so after it a pair still
+# has one vector between them. That is why the measure holds out a whole pair at a time:
+# held out alone, a sentence would leave its twin, the same vector with the other sense, in
+# the other sense's mean, and be pulled to the wrong side. The checks:
 
 # %%
 assert accuracy_by_layer[best_layer] >= 0.9, accuracy_by_layer
@@ -391,6 +275,137 @@ one_way_accuracy = nearest_centroid_accuracy(one_way_bank, senses, pair_of)
 print(f"read left to right: largest difference within a pair {pair_gap:.1e}; "
       f"nearest-sense accuracy {one_way_accuracy:.2f}")
 assert pair_gap < 1e-4 and one_way_accuracy <= 0.6
+
+# %% [markdown]
+# ## Where the weights come from: Google's checkpoints
+#
+# The first cell loaded its model with chapter 04's `from_pretrained`, which reads a folder
+# in the `transformers` format. Google's original BERT checkpoints on the hub are in that
+# format too, with one relic of their TensorFlow past: some name LayerNorm's parameters
+# `gamma` and `beta` instead of `weight` and `bias`. `transformers` renames them silently
+# while loading; `hub_checkpoint`, which the first cell calls at the `gpu` size, does it
+# once, when the checkpoint is downloaded, and writes a clean folder that every loader in
+# the book reads.
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+#| export bertlib/core/hub.py
+#| internal LEGACY_SUFFIXES HUB_FILES modern_names
+"""Google's BERT checkpoints from the Hugging Face hub, downloaded once and converted to
+the names every loader reads."""
+
+import shutil
+from pathlib import Path
+
+import torch
+
+from bertlib.core.checkpoints import read_state_dict
+from bertlib.errors import DataUnavailable
+
+LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
+HUB_FILES = ["config.json", "vocab.txt"]
+
+
+def modern_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """LayerNorm.gamma / .beta (the original TensorFlow port's names) -> .weight / .bias."""
+    renamed = {}
+    for key, tensor in state.items():
+        for old, new in LEGACY_SUFFIXES.items():
+            if key.endswith(old):
+                key = key.removesuffix(old) + new
+                break
+        renamed[key] = tensor
+    return renamed
+
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+#| export bertlib/core/hub.py
+def convert_checkpoint(source: str | Path, target: str | Path) -> Path:
+    """Copy a checkpoint folder (config.json, vocab.txt, weights) with modern names, the
+    weights as model.safetensors."""
+    from safetensors.torch import save_file
+
+    source, target = Path(source), Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    tensors = {key: tensor.contiguous()
+               for key, tensor in modern_names(read_state_dict(source)).items()}
+    save_file(tensors, target / "model.safetensors", metadata={"format": "pt"})
+    for name in HUB_FILES:
+        shutil.copyfile(source / name, target / name)
+    return target
+
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
+#| export bertlib/core/hub.py
+def hub_checkpoint(name: str, cache: str | Path) -> Path:
+    """The folder of a BERT checkpoint from the hub, downloaded and converted on first use
+    into the folder cache, read from there afterwards."""
+    target = Path(cache) / name.replace("/", "--")
+    if (target / "model.safetensors").is_file():
+        return target
+    try:
+        from huggingface_hub import snapshot_download
+
+        source = Path(snapshot_download(name, allow_patterns=[*HUB_FILES, "model.safetensors"]))
+        if not (source / "model.safetensors").is_file():  # older repositories: a .bin only
+            source = Path(snapshot_download(name, allow_patterns=[*HUB_FILES,
+                                                                  "pytorch_model.bin"]))
+    except (ImportError, OSError, ValueError) as error:
+        raise DataUnavailable(
+            f"could not download {name!r} from the Hugging Face hub ({error}). It needs "
+            "internet, as on Colab; offline, use a checkpoint folder you have (the book's "
+            "MiniLM: bertbook.datasets.minilm_dir())") from error
+    return convert_checkpoint(source, target)
+
+
+# %% [markdown]
+# Offline we cannot download, but we can check the conversion on a real checkpoint: give
+# MiniLM's LayerNorms their old names, convert, load, and compare with the original.
+
+# %%
+from safetensors.torch import save_file
+
+from bertlib.core.hub import convert_checkpoint
+
+with tempfile.TemporaryDirectory() as scratch:
+    legacy, converted = Path(scratch) / "legacy", Path(scratch) / "converted"
+    legacy.mkdir()
+    state = read_state_dict(minilm_dir())
+    old_names = {key.replace("LayerNorm.weight", "LayerNorm.gamma")
+                 .replace("LayerNorm.bias", "LayerNorm.beta"): tensor
+                 for key, tensor in state.items()}
+    save_file(old_names, legacy / "model.safetensors")
+    for name in ("config.json", "vocab.txt"):
+        shutil.copyfile(minilm_dir() / name, legacy / name)
+    renamed = sum(key.endswith((".gamma", ".beta")) for key in old_names)
+    reloaded = BertModel.from_pretrained(convert_checkpoint(legacy, converted))
+original = BertModel.from_pretrained(minilm_dir())
+same = all(torch.equal(a, b) for a, b in zip(original.state_dict().values(),
+                                             reloaded.state_dict().values()))
+print(f"{renamed} LayerNorm tensors had their old names; after conversion the model is "
+      f"identical: {same}")
+assert renamed > 0 and same
+
+# %% [markdown]
+# And the check from chapter 04 that the chapter's model computes what `transformers`
+# computes with the same weights, on real text:
+
+# %%
+from transformers import BertModel as ReferenceBertModel
+from transformers.utils import logging as transformers_logging
+
+transformers_logging.disable_progress_bar()
+reference = ReferenceBertModel.from_pretrained(str(folder), attn_implementation="eager")
+paragraphs = wikipedia_links()
+check_batch = tokenizer([p.text for p in paragraphs[:8]])
+with torch.no_grad():
+    ours_hidden = model(**{k: v.to(DEVICE) for k, v in check_batch.items()}).last_hidden_state
+    their_hidden = reference.eval()(**check_batch).last_hidden_state
+real = check_batch["attention_mask"].bool()
+gap = (ours_hidden.cpu() - their_hidden)[real].abs().max().item()
+config = model.config
+print(f"{S['checkpoint']}: {config.num_hidden_layers} layers, hidden {config.hidden_size}, "
+      f"{config.num_attention_heads} heads; largest difference from transformers {gap:.1e}")
+assert gap < 1e-4
+del reference
 
 # %% [markdown]
 # ## What the heads look at
@@ -559,7 +574,7 @@ class Standardise(nn.Module):
         return (x.float() - self.mean) / self.std
 
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 from bertbook.datasets import LINK_TAGS, link_words
 from bertlib.analysis.probing import fit_linear_probe, labelled_token_vectors
 from bertlib.batch import PaddingCollator
@@ -580,7 +595,7 @@ for part, part_features in features.items():
 print({part: f"{len(labels):,} words, {labels.float().mean():.1%} inside a link"
        for part, labels in inside.items()})
 
-
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 def static_vectors(part_features: list[dict]) -> torch.Tensor:
     """The input-embedding row of each labelled word's first piece: no context at all."""
     ids = torch.cat([torch.tensor(f["input_ids"])[torch.tensor(f["labels"]) != IGNORE_INDEX]
@@ -622,6 +637,8 @@ print(f"best probe: {layer_names[probe_best]} (F1 {f1_by_layer[probe_best]:.3f})
 claim(f1_by_layer[probe_best] > static_f1 + 0.05,
       "a contextual layer beats the static embedding by more than 0.05 F1", S["assert_claims"])
 claim(probe_best > 0, "the best layer is not the embedding layer", S["assert_claims"])
+
+# %%
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_1_statement", "locked": true, "schema_version": 3, "solution": false}
@@ -661,15 +678,14 @@ def favourite_offset(weights: torch.Tensor) -> int:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+# %% nbgrader={"grade": true, "grade_id": "ex9_1_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 from bertbook.checks import check_favourite_offset
 
 check_favourite_offset(favourite_offset)
 ### BEGIN HIDDEN TESTS
-for weights, expected in [(torch.eye(4), 0), (torch.diag(torch.ones(3), -1), -1),
-                          (torch.diag(torch.ones(2), 2), 2)]:
-    got = favourite_offset(weights)
-    assert type(got) is int and got == expected, (weights, got)
+from bertbook.exercise_cases import record_answers
+
+record_answers("9.1", favourite_offset=favourite_offset)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex9_2_statement", "locked": true, "schema_version": 3, "solution": false}
@@ -679,7 +695,7 @@ for weights, expected in [(torch.eye(4), 0), (torch.diag(torch.ones(3), -1), -1)
 # does each layer's F1 fall, and what does the gap between the real and the control task
 # tell you?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_2_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
 # ### BEGIN SOLUTION
 # A control task keeps everything about the probe the same but makes the labels a function
 # of the word type alone, with no linguistic meaning. A probe can only succeed at it by
@@ -699,7 +715,7 @@ for weights, expected in [(torch.eye(4), 0), (torch.diag(torch.ones(3), -1), -1)
 # measure on the "bank" pairs and on the link probe? What result would say "attention
 # weights are not an explanation"?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_3_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
 # ### BEGIN SOLUTION
 # Ablate the head: in its layer, zero the head's slice of the context vector (the
 # `head_size` columns that head contributes before `attention.output.dense`), or replace
@@ -730,7 +746,7 @@ for weights, expected in [(torch.eye(4), 0), (torch.diag(torch.ones(3), -1), -1)
 # 7. Why is a head's attention not an explanation of a prediction?
 # 8. Why does the chapter use all-MiniLM-L6-v2 offline and BERT-base only on Colab?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_4_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
 # ### BEGIN SOLUTION
 # 1. Both are the same piece id, so they start from the same vector; context enters only
 #    through the layers' attention.

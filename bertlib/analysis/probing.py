@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 
-# From chapters/09_inside_bert.py, cell 10.
+# From chapters/09_inside_bert.py, cell 7.
 @torch.no_grad()
 def layer_states(model: nn.Module, batch: dict[str, torch.Tensor]) -> list[torch.Tensor]:
     """The token vectors after the embeddings and after each encoder layer: L + 1 tensors
@@ -41,7 +41,7 @@ def layer_states(model: nn.Module, batch: dict[str, torch.Tensor]) -> list[torch
     return caught
 
 
-# From chapters/09_inside_bert.py, cell 11.
+# From chapters/09_inside_bert.py, cell 8.
 def word_vectors(model: nn.Module, tokenizer, sentences: list[str],
                  word: str) -> torch.Tensor:
     """(L + 1, sentences, hidden): the vector of `word`'s first occurrence in each
@@ -78,7 +78,7 @@ def nearest_centroid_accuracy(vectors: torch.Tensor, labels: list[str],
     return right / len(labels)
 
 
-# From chapters/09_inside_bert.py, cell 19.
+# From chapters/09_inside_bert.py, cell 22.
 @torch.no_grad()
 def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_id: int,
                          sep_id: int) -> dict[str, torch.Tensor]:
@@ -101,7 +101,7 @@ def attention_statistics(model: nn.Module, batch: dict[str, torch.Tensor], cls_i
             "next token": average(torch.diagonal(weights, 1, -2, -1), both)}
 
 
-# From chapters/09_inside_bert.py, cell 26.
+# From chapters/09_inside_bert.py, cell 29.
 @torch.no_grad()
 def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
                            batch_size: int = 16) -> tuple[list[torch.Tensor], torch.Tensor]:
@@ -123,7 +123,7 @@ def labelled_token_vectors(model: nn.Module, features: list[dict], collator,
     return [torch.cat(layer) for layer in per_layer], torch.cat(labels)
 
 
-# From chapters/09_inside_bert.py, cell 27.
+# From chapters/09_inside_bert.py, cell 30.
 def fit_linear_probe(vectors: torch.Tensor, labels: torch.Tensor, steps: int = 300,
                      weight_decay: float = 1e-3) -> nn.Module:
     """Logistic regression (softmax over the label set) on standardised vectors, trained

@@ -14,7 +14,7 @@ from bertlib.errors import DataUnavailable
 __all__ = ["convert_checkpoint", "hub_checkpoint"]
 
 
-# From chapters/09_inside_bert.py, cell 4.
+# From chapters/09_inside_bert.py, cell 14.
 LEGACY_SUFFIXES = {".gamma": ".weight", ".beta": ".bias"}
 HUB_FILES = ["config.json", "vocab.txt"]
 
@@ -31,6 +31,7 @@ def modern_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return renamed
 
 
+# From chapters/09_inside_bert.py, cell 15.
 def convert_checkpoint(source: str | Path, target: str | Path) -> Path:
     """Copy a checkpoint folder (config.json, vocab.txt, weights) with modern names, the
     weights as model.safetensors."""
@@ -46,6 +47,7 @@ def convert_checkpoint(source: str | Path, target: str | Path) -> Path:
     return target
 
 
+# From chapters/09_inside_bert.py, cell 16.
 def hub_checkpoint(name: str, cache: str | Path) -> Path:
     """The folder of a BERT checkpoint from the hub, downloaded and converted on first use
     into the folder cache, read from there afterwards."""
