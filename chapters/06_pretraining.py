@@ -17,30 +17,25 @@
 #
 # Everything is in place: a tokenizer (02), the encoder (03–04), masked pairs (05). This
 # chapter adds the two output heads and the training loop, and pretrains *your* BERT: on
-# a laptop CPU in minutes, on a GPU for real, with the same code. Chapter 08
-# fine-tunes the model this chapter saves. Does a small BERT trained on 106 Wikipedia
-# articles and some news learn to fill in hidden words better than guessing? We measure
-# it, and assert it.
+# a laptop CPU in minutes, on a GPU for real, with the same code. Chapter 08 fine-tunes the
+# model it saves. Does a small BERT trained on Wikipedia articles and some news learn to
+# fill in hidden words better than guessing? We measure it, and assert it.
 #
-# **Time.** At the `cpu` size the whole chapter takes about 12 minutes on 2 CPU cores: its
-# pretraining run about 6 (the run cell prints its own time), and exercise 6.5's twin run
-# as long again. The `smoke` size takes about two.
+# **Time.** At the `cpu` size the pretraining run takes about 6 minutes on 2 CPU cores (its
+# cell prints the time), and exercise 6.5's twin run as long again.
 #
 # The `gpu` size follows the paper's recipe (Devlin et al., 2018, §3.1 and Appendix A.2):
 # masked-LM plus next-sentence loss; AdamW with weight decay 0.01, linear warm-up then
 # decay; dropout 0.1; gradient clipping at norm 1 (from its released code). The laptop sizes
-# change four of these, for reasons measured in chapter 08 ("Pretraining" below). The sizes
-# are also the command line's presets (`python -m bertbook.pretrain --size cpu`), so they
-# live in the book's package, `bertbook`.
+# change four of these ("Pretraining" below). The sizes are also the command line's
+# presets, so they live in the book's package, `bertbook`.
 #
-# What the `gpu` size costs, before anything runs: its arithmetic, and the minutes that
-# takes on Colab's T4 and on an A100 (`bertbook.budget` says how it is estimated). A
-# chapter's budget is 30 minutes on a T4; pretraining gets 45.
+# The set-up cell prints what the `gpu` size costs: its arithmetic, and the minutes on
+# Colab's T4 and on an A100 (`bertbook.budget` explains the estimate).
 #
-# On Colab a disconnect wipes the runtime's disk, and with it a run. With `KEEP_ON_DRIVE`
-# the set-up cell mounts your Google Drive (Colab asks your permission) and keeps the run and
-# the text cache in a folder there; running the chapter again after a disconnect then
-# *resumes* the run it finds instead of starting over. Elsewhere the cell does nothing.
+# On Colab a disconnect wipes the disk, and the run with it. With `KEEP_ON_DRIVE` the set-up
+# cell keeps the run and the text cache on your Google Drive (Colab asks permission), and
+# running the chapter again *resumes* the run it finds.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 # Colab set-up: installs bertlib and the data packages on Colab, does nothing elsewhere.
@@ -100,9 +95,9 @@ use_drive(KEEP_ON_DRIVE)
 # **Next sentence.** A linear layer on the pooled `[CLS]` vector scores "B follows A" (0)
 # against "B is random" (1).
 #
-# As the original does, the MLM head computes vocabulary scores **only at the masked
-# positions** when labels are given: 15% of the positions, so the biggest matrix product of
-# the step shrinks about 7-fold. The module and parameter names are those of the original
+# Like the original, the MLM head scores the vocabulary **only at the masked positions**
+# when labels are given: at 15% masked, the step's biggest matrix product shrinks about
+# 7-fold. The module and parameter names are those of the original
 # checkpoints (`cls.predictions…`, `cls.seq_relationship`).
 
 # %%
@@ -289,11 +284,10 @@ class BertForMaskedLM(BertPreTrainedModel):
 
 
 # %% [markdown]
-# Loading and saving come from `BertPreTrainedModel` (chapter 04), in the checkpoint format
-# of `transformers` (keys `bert.…` and `cls.…`). A checkpoint of a bare encoder (such as
-# MiniLM, chapter 04) loads too: its keys get the `bert.` prefix and the heads it lacks
-# start freshly initialised — reported in `new_weights`, never silently. The tied decoder
-# weight is saved once, as the word embeddings.
+# Loading and saving come from `BertPreTrainedModel` (chapter 04), in `transformers`'
+# checkpoint format (keys `bert.…` and `cls.…`). A bare encoder's checkpoint (MiniLM,
+# chapter 04) loads too: the heads it lacks start fresh, listed in `new_weights`. The tied
+# decoder weight is saved once, as the word embeddings.
 #
 # Are these BERT's heads? Against `transformers`' `BertForPreTraining` with the same random
 # weights: the losses, and the scores at the masked positions, must agree.
@@ -357,44 +351,41 @@ assert warmup_then_linear_decay(0, 10, 100) == 0 and warmup_then_linear_decay(10
 # %% [markdown]
 # ## Mixed precision
 #
-# Under `torch.autocast`, matrix products run in **bfloat16** (several times faster where
-# the hardware has bf16 units) while softmax and the loss stay in float32; bf16 keeps
-# float32's exponent range, so no loss scaling is needed. float16, on GPUs without bf16,
-# needs a **gradient scaler**: the loss is multiplied before backward so small gradients do
-# not underflow, and divided back before the step. One policy, `resolve_precision`, decides
-# for the whole library: `"auto"` is bf16 on GPUs of compute capability 8.0 and up, fp16
-# with the scaler below (a T4 emulates bf16, slowly), fp32 on a CPU, where bf16 is fast only
-# with oneDNN's AVX-512 products (`cpu_has_fast_bf16()`; chapter 07 asks for it by name).
+# Under `torch.autocast`, matrix products run in **bfloat16** (faster where the hardware
+# has bf16 units) while softmax and the loss stay in float32; bf16 keeps float32's exponent
+# range, so it needs no loss scaling. float16 needs a **gradient scaler**: the loss is
+# multiplied before backward so small gradients do not underflow, and divided back before
+# the step. One policy, `resolve_precision`, decides for the whole library: `"auto"` is
+# bf16 on GPUs of compute capability 8.0 and up, fp16 with the scaler below them (a T4
+# emulates bf16, slowly), and fp32 on a CPU, where bf16 is fast only with oneDNN's AVX-512
+# products (`cpu_has_fast_bf16()`; chapter 07 asks for it by name).
 
 # %% [markdown]
 # ## The trainer
 #
 # One optimiser step: forward, the loss, `backward()`, clipping the gradient to norm 1,
-# the AdamW step and the schedule's step (written out below, where there is data to run it
-# on). Around that step, `bertlib/training/trainer.py` holds the machinery, by hand:
-# accumulation (one step over several micro-batches, each loss divided by their number),
-# the precision policy, and checkpoints that resume exactly. Each batch is a function of its
-# *place* in the run alone (the epoch's order seeded by (seed, epoch), its masks by
-# (seed, epoch, batch)), so worker processes can build batches ahead and a resumed run sees
-# what an unbroken one would have. A checkpoint holds everything the next step depends on
-# (model, optimiser, schedule, gradient scaler, step, random states, history), written to a
-# temporary file and renamed, so a crash while saving never breaks it. The loop reads a
-# number back from a GPU only when it logs (reading makes the host wait for the GPU), and a
-# loss that is NaN, infinite or above `max_loss` stops the run with a message.
+# the AdamW step and the schedule's step (written out below). Around it,
+# `bertlib/training/trainer.py` holds the machinery, written by hand: accumulation (one step
+# over several micro-batches, each loss divided by their number), the precision policy, and
+# checkpoints that resume exactly. Each batch depends only on its *place* in the run (its
+# order and masks are seeded by seed, epoch and batch), so workers can build batches ahead
+# and a resumed run sees what an unbroken one would have. A checkpoint holds everything the
+# next step depends on, and is written to a temporary file and renamed, so a crash while
+# saving never breaks it. A loss that is NaN, infinite or above `max_loss` stops the run
+# with a message.
 
 # %% [markdown]
 # ## Evaluation and the baselines to beat
 #
-# Held-out text (the 10% of articles never trained on) is made into pairs and masked once,
-# with a fixed seed, so every evaluation asks the same questions. We report the **accuracy**
-# of the top guess at masked positions, the **perplexity** (exp of the mean cross-entropy)
-# and the next-sentence accuracy.
+# Held-out text (articles never trained on) is masked once, with a fixed seed, so every
+# evaluation asks the same questions. We report the **accuracy** of the top guess at masked
+# positions, the **perplexity** (exp of the mean cross-entropy) and the next-sentence
+# accuracy.
 #
 # Guesses that read no context set the bar: always the **most frequent** piece of the
-# training text, and a **unigram** guess — a piece drawn at random with its training
-# frequency (its expected accuracy is Σ p_train(t) · p_test(t)). The unigram's
-# cross-entropy, and its perplexity, are the loss to beat: a model that only learned which
-# pieces are common reaches it and goes no lower.
+# training text, and a **unigram** guess, a piece drawn at random with its training
+# frequency (expected accuracy Σ p_train(t) · p_test(t)). The unigram's perplexity is the
+# one to beat: a model that only learned which pieces are common reaches it, no lower.
 
 # %%
 #| export bertlib/pretraining/models.py
@@ -431,40 +422,40 @@ def evaluate_pretraining(model: nn.Module, batches: list[dict], device: torch.de
 # %% [markdown]
 # ## One road for every pretraining run
 #
-# A run is described whole by one dataclass, `PretrainingRun`: the preset, the vocabulary's
-# size, the sequence length, the objective, the masking recipe, the dropout and the
-# trainer's settings. One function, `pretrain`, does the rest: learn a vocabulary, cut the
+# One dataclass, `PretrainingRun`, describes a run whole: the model, the vocabulary's size,
+# the sequence length, the objective, the masking, the dropout and the trainer's settings.
+# One function, `pretrain`, does the rest: learn a vocabulary, cut the
 # text into examples, train, score the held-out text, and save a folder that both bertlib
 # and `transformers` load (with `run.json`, what it was trained from). This chapter,
 # chapter 08, the command line and `make gpu-check` all call it. With next-sentence
 # prediction the examples are sentence pairs (chapter 05); without it, documents are packed
-# end to end into full rows with no padding, as RoBERTa does (Liu et al., 2019, §4.2).
+# end to end into full rows, as RoBERTa does (Liu et al., 2019, §4.2).
 #
 # A run is safe to stop and resume: it keeps its vocabulary in its folder (WordPiece
-# training differs from one process to the next, and a new vocabulary would map hundreds of
-# ids to other pieces), and a resumed run must ask for what `run.json` recorded, text
-# included. The road is machinery, written by hand in `bertlib/pretraining/run.py`; the
-# book's sizes are short tables in `bertbook/pretrain`, which `run_for` turns into runs.
+# training differs from one process to the next, and a new vocabulary would map ids to
+# other pieces), and a resumed run must ask for what `run.json` recorded. The road is
+# written by hand in `bertlib/pretraining/run.py`; the book's sizes are short tables in
+# `bertbook/pretrain`, which `run_for` turns into runs.
 
 # %% [markdown]
 # ## Pretraining
 #
-# The recipe. The paper's own (15% masked, dropout 0.1, next-sentence prediction) is what
-# the `gpu` size runs. On a laptop it ends on a plateau, and a model from that plateau is a
-# *worse* start for fine-tuning than random weights (chapter 08 measures both). So the
-# `smoke` and `cpu` sizes take the levers that chapter 08 found to transfer:
+# The `gpu` size runs the paper's recipe (15% masked, dropout 0.1, next-sentence
+# prediction). On a laptop that recipe ends on a plateau, and a model from the plateau is a
+# *worse* start for fine-tuning than random weights (chapter 08). So the `smoke` and `cpu`
+# sizes take the levers that chapter 08 found to transfer:
 #
 # * **a 40% mask** (Wettig et al., 2022): more positions to learn from in every row;
 # * **no dropout** (Geiping & Goldstein, 2022): a run of minutes is far from overfitting;
 # * **the masked LM alone, on packed rows**: no next-sentence prediction. RoBERTa (Liu et
 #   al., 2019) found that dropping it matched or slightly improved downstream scores, and
 #   without it the rows need no sentence pairs, so no step is spent on padding;
-# * **the tasks' own text**: besides the 106 Wikipedia articles, the BBC articles of
-#   chapter 07's training split, read as unlabelled text (their topics are never seen).
-#   Pretraining on a task's text is what Gururangan et al. (2020) call task-adaptive.
+# * **the tasks' own text**: besides Wikipedia, the BBC articles of chapter 07's training
+#   split, read as unlabelled text (their topics are never seen): what Gururangan et al.
+#   (2020) call task-adaptive pretraining.
 #
-# First, what does an *untrained* model guess for a hidden word? We hide one word in a few
-# held-out sentences and ask for the top five guesses — now, and again after training.
+# First, what does an *untrained* model guess? We hide one word in a few held-out
+# sentences and ask for its top five guesses, now and again after training.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 from bertbook.mask_probe import hide_a_word, top_guesses
@@ -514,27 +505,22 @@ def pretraining_step(model: nn.Module, batch: dict, optimizer: torch.optim.Optim
 
 
 # %% [markdown]
-# Five of those steps on a copy of the untrained model, on the batches the trainer serves
-# (its seeded order, masked by chapter 05's collator), against five steps of bertlib's
-# `Trainer` on another copy: the losses must be the same numbers.
+# Five of those steps on a copy of the untrained model, on the batches the trainer serves,
+# against five steps of bertlib's `Trainer` on another copy: the losses must agree.
 
 # %% tags=["hide-input"] jupyter={"source_hidden": true}
 import copy
 
 from bertlib.pretraining.masking import PretrainingCollator
 from bertlib.pretraining.run import packed_rows
-from bertlib.training.optimizer import parameter_groups
-from bertlib.training.trainer import SeededBatches, Trainer, TrainingConfig
+from bertlib.training.trainer import SeededBatches, Trainer, TrainingConfig, adamw_and_schedule
 
 rows = packed_rows(probe_tokenizer, train_documents[:40], S["max_seq_length"])
 collator = PretrainingCollator(probe_tokenizer, RUN.masking, next_sentence=False)
 FIVE = TrainingConfig(**{**RUN.training.step_settings(), "precision": "fp32",
                          "progress": False}, steps=5, warmup_steps=2, log_every=1)
 by_hand = copy.deepcopy(untrained)
-optimizer = torch.optim.AdamW(parameter_groups(by_hand, FIVE.weight_decay),
-                              lr=FIVE.learning_rate, betas=FIVE.adam_betas, eps=FIVE.adam_eps)
-schedule = torch.optim.lr_scheduler.LambdaLR(
-    optimizer, lambda step: warmup_then_linear_decay(step, FIVE.warmup_steps, FIVE.steps))
+optimizer, schedule = adamw_and_schedule(by_hand, FIVE)  # the trainer's, made the same way
 batches = SeededBatches(rows, collator, FIVE.batch_size, FIVE.seed)
 seed_everything(0)  # dropout's draws, the same for both
 our_losses = [pretraining_step(by_hand, batches[i], optimizer, schedule, FIVE.max_grad_norm)
@@ -547,8 +533,7 @@ print("Trainer:", [f"{loss:.5f}" for loss in library_losses])
 assert max(abs(a - b) for a, b in zip(our_losses, library_losses)) < 1e-5
 
 # %% [markdown]
-# Now the run itself, at this size's settings. The progress bar shows the loss and the
-# tokens per second; the cell prints how long the whole run took.
+# Now the run itself. The progress bar shows the loss and the tokens per second.
 
 # %% tags=["nbval-ignore-output"]
 if resuming:
@@ -565,9 +550,8 @@ print(f"{len(history)} steps, {tokens:,} tokens in {minutes:.1f} min "
 # %% [markdown]
 # ## Reading the run
 #
-# Against the yardsticks that ignore the context, on the same held-out pieces (the most
-# frequent piece, the unigram guess and its perplexity): what the model learned from
-# context is the distance below them.
+# Against the yardsticks that ignore the context, on the same held-out pieces: what the
+# model learned from context is its distance from them.
 
 # %%
 def yardstick_table(evaluation: dict, baselines: dict) -> str:
@@ -593,9 +577,7 @@ plot_pretraining_run(run, f"Pretraining {S['model']} at size {SIZE}")
 # %% [markdown]
 # The claim, asserted at the sizes whose runs have shown it (`smoke`, `cpu`): a model that
 # reads the context fills in hidden words far better than any guess that ignores it. (The
-# margin is set to hold from run to run: the `tokenizers` WordPiece trainer breaks ties
-# between equally frequent pairs differently in each process, so the vocabulary — and every
-# number here — varies a little between runs.)
+# margin allows for the vocabulary changing a little from run to run.)
 
 # %%
 accuracy = evaluation["mlm_accuracy"]
@@ -619,13 +601,13 @@ for (batch, word), guesses_before in zip(probes, before):
           f"{top_guesses(trained, run.tokenizer, batch)}")
 
 # %% [markdown]
-# How to read this run. Its held-out perplexity lies far under the unigram's: the model
-# has learned more than how often each piece occurs. But its guesses are mostly the
-# commonest pieces (`the`, `,`, `.`), and its accuracy flattens after a few hundred steps:
-# the **plateau**, which chapter 08 explains. What the plateau leaves is measured later,
-# and it depends on the text. On the BBC topics, text this run read, the model starts
-# fine-tuning ahead of random weights (chapter 08); on chapter 07's film reviews and
-# headline pairs, text it never read, it buys nothing measurable at this budget. At this
+# The held-out perplexity lies far under the unigram's: the model has learned more than
+# how often each piece occurs. But its guesses are mostly the commonest pieces (`the`, `,`,
+# `.`), and its accuracy flattens after a few hundred steps: the **plateau**, which chapter
+# 08 explains. What the plateau leaves depends on the text. On the BBC topics, text this
+# run read, the model starts fine-tuning ahead of random weights (chapter 08); on chapter
+# 07's film reviews and headline pairs, text it never read, it buys nothing measurable at
+# this budget. At this
 # size the run trains no next-sentence head, so chapter 07's pair task fine-tunes a `[CLS]`
 # vector that was never asked about pairs; the `gpu` size trains both heads, as the paper
 # did. The saved folder loads in `transformers` too:
@@ -643,32 +625,27 @@ assert not info["missing_keys"] and not info["unexpected_keys"]
 # %% [markdown]
 # ## The same run from the command line
 #
-# Outside a notebook, `python -m bertbook.pretrain` runs `pretrain` with a size's
-# settings (`bertbook/pretrain/__main__.py` just calls `main`). It refuses to start over a
-# folder that already holds a run (pass `--resume` to continue it), so a mistyped command
-# never overwrites work.
+# Outside a notebook, `python -m bertbook.pretrain --size cpu` runs `pretrain` with a
+# size's settings. It refuses to start over a folder that already holds a run (`--resume`
+# continues it), so a mistyped command never overwrites work.
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_1_statement", "locked": true, "schema_version": 3, "solution": false}
 # ## What we built
 #
-# * `bertlib.pretraining.models`: the MLM head (transform, decoder tied to the embeddings,
-#   output bias; scores only at masked positions when training), the NSP head,
-#   `BertForPreTraining` and `BertForMaskedLM` with `transformers`' names (loading and
-#   saving both ways, from chapter 04's `BertPreTrainedModel`), `evaluate_pretraining`.
+# * `bertlib.pretraining.models`: the MLM head (a decoder tied to the embeddings, scoring
+#   only masked positions in training), the NSP head, `BertForPreTraining` and
+#   `BertForMaskedLM` under `transformers`' names, `evaluate_pretraining`.
 # * `bertlib.training.optimizer`: `parameter_groups`, `warmup_then_linear_decay`.
-# * Written by hand and described here: `bertlib.pretraining.run`, the one road of every
-#   pretraining run (`PretrainingRun`, the whole description of a run; `pretrain`:
-#   vocabulary, examples, training, held-out scores against `unigram_baselines`, a saved
-#   folder, exact resume; the models above import from here too); `bertlib.training.trainer`, the
-#   precision policy (`resolve_precision`, `autocast`), `TrainingConfig`, `Trainer`
-#   (accumulation, clipping, exact resume, divergence stop).
+# * Written by hand and described here: `bertlib.pretraining.run` (`PretrainingRun` and
+#   `pretrain`, the one road of every pretraining run, scored against `unigram_baselines`);
+#   `bertlib.training.trainer` (`resolve_precision`, `autocast`, `TrainingConfig`,
+#   `Trainer`: accumulation, clipping, exact resume, divergence stop).
 # * `bertbook.pretrain`: the book's `SIZES`, `run_for` (a size as a `PretrainingRun`),
 #   `book_documents` and the `python -m bertbook.pretrain` CLI.
-# * `chapter_06_model`: where chapter 08 finds the model this chapter saved (and
-#   pretrain it, if a chapter runs without it).
-# * Measured: our heads match `transformers`' losses and logits; a small BERT pretrained here
-#   fills in hidden held-out words well above the best context-free guess, and its
-#   perplexity lies far under the unigram's.
+# * `chapter_06_model`: where chapter 08 finds this chapter's model (pretraining it if
+#   missing).
+# * Measured: our heads match `transformers`'; a small BERT pretrained here fills in hidden
+#   held-out words well above any context-free guess.
 #
 # ## Exercises
 #
@@ -696,9 +673,9 @@ from bertbook.checks import check_cosine_lr_at
 
 check_cosine_lr_at(cosine_lr_at)
 ### BEGIN HIDDEN TESTS
-for step, expected in [(0, 0.0), (5, 1.0), (10, 2.0), (60, 1.0), (110, 0.0), (200, 0.0)]:
-    got = cosine_lr_at(step, 2.0, 10, 110)
-    assert type(got) is float and abs(got - expected) < 1e-9, (step, got)
+from bertbook.exercise_cases import record_answers
+
+record_answers("6.1", cosine_lr_at=cosine_lr_at)
 ### END HIDDEN TESTS
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_2_statement", "locked": true, "schema_version": 3, "solution": false}
@@ -717,11 +694,9 @@ from bertbook.checks import check_decays
 
 check_decays(decays)
 ### BEGIN HIDDEN TESTS
-for name, expected in [("encoder.layer.3.output.dense.weight", True),
-                       ("encoder.layer.3.output.dense.bias", False),
-                       ("embeddings.LayerNorm.weight", False)]:
-    got = decays(name)
-    assert type(got) is bool and got == expected, (name, got)
+from bertbook.exercise_cases import record_answers
+
+record_answers("6.2", decays=decays)
 ### END HIDDEN TESTS
 n_decayed = sum(decays(name) for name, _ in untrained.named_parameters())
 print(f"{n_decayed} of {len(list(untrained.parameters()))} parameter tensors are decayed")
@@ -738,11 +713,10 @@ print(f"{n_decayed} of {len(list(untrained.parameters()))} parameter tensors are
 # Without warm-up, the first updates use the full learning rate while Adam's estimates of the
 # gradients' second moments rest on very few steps, so the updates are large and noisy; in a
 # post-LN network the gradients of the early layers are also badly scaled at initialisation.
-# The loss typically spikes or plateaus early (at a high learning rate it can diverge, which
-# the trainer reports as TrainingDiverged) and ends worse for the same number of steps.
-# Options: a lower peak learning rate, a pre-LN architecture (Xiong et al., 2020), or
-# RAdam-style variance rectification; in practice, keeping a warm-up of a few percent of the
-# steps is the cheap fix.
+# The loss typically spikes or plateaus early (at a high learning rate it can diverge: the
+# trainer raises TrainingDiverged) and ends worse for the same number of steps. Options: a
+# lower peak learning rate, a pre-LN architecture (Xiong et al., 2020), or RAdam-style
+# variance rectification; the cheap fix is a warm-up of a few percent of the steps.
 # ### END SOLUTION
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_4_statement", "locked": true, "schema_version": 3, "solution": false}
@@ -767,12 +741,9 @@ from bertbook.checks import check_masked_lm_loss
 
 check_masked_lm_loss(masked_lm_loss)
 ### BEGIN HIDDEN TESTS
-generator = torch.Generator().manual_seed(6)
-scores = torch.randn(3, 5, 11, generator=generator)
-targets = torch.randint(0, 11, (3, 5), generator=generator)
-targets[torch.rand(3, 5, generator=generator) < 0.5] = -100
-expected = F.cross_entropy(scores.flatten(0, 1), targets.flatten(), ignore_index=-100)
-assert torch.allclose(masked_lm_loss(scores, targets), expected, atol=1e-5)
+from bertbook.exercise_cases import record_answers
+
+record_answers("6.4", masked_lm_loss=masked_lm_loss)
 ### END HIDDEN TESTS
 
 
@@ -782,10 +753,10 @@ assert torch.allclose(masked_lm_loss(scores, targets), expected, atol=1e-5)
 # was. Here you test it. Write `all_mask(recipe)`: the same `MaskingRecipe` (as many pieces
 # chosen, chosen the same way) with every chosen piece shown as `[MASK]`. The collapsed
 # cell after the check pretrains a twin of this chapter's run with it, on the same text
-# with the same vocabulary, steps and seed: only the recipe differs (about 4 minutes at the
-# `cpu` size). Then it reads both models with a **frozen probe**, as chapter 08 does: each
-# BBC article goes to the desk whose average sentence vector is nearest its own, from 4
-# labelled articles per desk and nothing trained, over five draws of those articles.
+# with the same vocabulary, steps and seed: only the recipe differs. Then it reads both
+# models with a **frozen probe**, as chapter 08 does: each BBC article goes to the desk
+# whose average sentence vector is nearest its own, from 4 labelled articles per desk and
+# nothing trained, over five draws of those articles.
 
 # %% nbgrader={"grade": false, "grade_id": "ex6_5_answer", "locked": false, "schema_version": 3, "solution": true}
 import dataclasses
@@ -804,9 +775,9 @@ from bertbook.checks import check_all_mask
 
 check_all_mask(all_mask)
 ### BEGIN HIDDEN TESTS
-twin_recipe = all_mask(MaskingRecipe(probability=0.3, max_predictions=7))
-assert (twin_recipe.mask_share, twin_recipe.random_share, twin_recipe.max_predictions) == (
-    1.0, 0.0, 7), twin_recipe
+from bertbook.exercise_cases import record_answers
+
+record_answers("6.5", all_mask=all_mask)
 ### END HIDDEN TESTS
 
 # %% jupyter={"source_hidden": true} tags=["nbval-ignore-output", "hide-input"]
@@ -837,30 +808,28 @@ for name, folder in [("80/10/10 (this chapter's run)", run_dir / "model"),
 # %% [markdown]
 # Read the two lines. Does one recipe leave vectors that the probe separates better, by
 # more than the spread across draws? What does a single run of each not tell you? Compare
-# with the paper's ablation of these mixtures (Appendix C.2, Table 8), which found the
-# all-`[MASK]` recipe hurt most when BERT's vectors were used frozen (named entities,
-# dev F1 94.0 against 94.9) and less when the whole model was fine-tuned.
+# the paper's ablation (Appendix C.2, Table 8): the all-`[MASK]` recipe hurt most when
+# BERT's vectors were used frozen (named entities, dev F1 94.0 against 94.9), less when the
+# whole model was fine-tuned.
 
 # %% [markdown] nbgrader={"grade": true, "grade_id": "ex6_5_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # In the book's execution at the `cpu` size, the 80/10/10 run's vectors sort the articles
 # by desk far better than the twin's, which is not far above chance, and the gap is several
 # times the spread across draws. That spread covers only which articles were labelled: with
-# one pretraining run per recipe, the recipe cannot be told apart from the luck of the seed,
-# so the next step is a second seed for each, with the gap read against the spread across
-# seeds.
+# one pretraining run per recipe, the recipe cannot be told apart from the seed's luck, so
+# the next step is a second seed for each.
 #
 # Why: with all `[MASK]`, the loss scores only positions that show `[MASK]`, so nothing
-# asks the top layer for a useful vector where a real piece is shown, and those are exactly
-# the vectors the frozen probe averages, on text with no `[MASK]` in it. With 80/10/10 one
-# scored position in ten shows its own piece and one in ten a wrong one, so the model must
-# give every visible piece a vector that says what belongs there. The paper saw the same
-# direction with a far smaller gap (frozen features for named entities 94.0 against 94.9
-# dev F1), and a smaller one again once the whole model was fine-tuned (named entities
-# 94.9 against 95.4; MNLI 84.3 against 84.2, no loss), since fine-tuning retrains the top
-# layers that the mismatch leaves untrained. A tiny
-# model after a few minutes of pretraining has little else in those vectors, so the
-# mismatch shows more.
+# asks the top layer for a useful vector where a real piece is shown: exactly the vectors
+# the frozen probe averages. With 80/10/10 one scored position in ten shows its own piece
+# and one in ten a wrong one, so the model must give every visible piece a vector that says
+# what belongs there. The paper saw the same
+# direction with a far smaller gap in frozen features, and a smaller one again once the
+# whole model was fine-tuned (named entities 94.9 against 95.4 dev F1; MNLI 84.3 against
+# 84.2, no loss), since fine-tuning retrains the top layers that the mismatch leaves
+# untrained. A tiny model after minutes of pretraining has little else in those vectors,
+# so the mismatch shows more.
 # ### END SOLUTION
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex6_6_statement", "locked": true, "schema_version": 3, "solution": false}

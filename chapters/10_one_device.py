@@ -779,31 +779,31 @@ print(f"chapter run time: {(time.perf_counter() - chapter_started) / 60:.1f} min
 #
 # ## Exercises
 #
-# **Exercise 10.1 — how much is padding?** Write `padding_share(lengths, rows_per_batch)`:
-# documents of the given token lengths are batched in order, `rows_per_batch` to a batch,
-# each batch padded to its longest document; return the share of all positions that are
-# padding.
+# **Exercise 10.1 — what fused attention never stores.** Explicit attention keeps, for the
+# backward pass, one `seq × seq` matrix of weights per sequence and per head. Write
+# `attention_weights_bytes(batch_size, heads, length, bytes_per_value)`: the bytes one
+# layer's weights take. Lever 2's fused kernel recomputes them instead of storing them.
 
 # %% nbgrader={"grade": false, "grade_id": "ex10_1_answer", "locked": false, "schema_version": 3, "solution": true}
-def padding_share(lengths: list[int], rows_per_batch: int) -> float:
+def attention_weights_bytes(batch_size: int, heads: int, length: int,
+                            bytes_per_value: int) -> int:
     ### BEGIN SOLUTION
-    positions = 0
-    for first in range(0, len(lengths), rows_per_batch):
-        chunk = lengths[first:first + rows_per_batch]
-        positions += max(chunk) * len(chunk)
-    return 1 - sum(lengths) / positions
+    return batch_size * heads * length * length * bytes_per_value
     ### END SOLUTION
 
 
 # %% nbgrader={"grade": true, "grade_id": "ex10_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
-from bertbook.checks import check_padding_share
+from bertbook.checks import check_attention_weights_bytes
 
-check_padding_share(padding_share)
+check_attention_weights_bytes(attention_weights_bytes)
 ### BEGIN HIDDEN TESTS
-for lengths, rows, expected in [([2, 4], 2, 0.25), ([3, 3], 1, 0.0), ([1, 3, 2], 2, 0.25)]:
-    got = padding_share(lengths, rows)
-    assert type(got) is float and abs(got - expected) < 1e-9, (lengths, rows, got)
+from bertbook.exercise_cases import record_answers
+
+record_answers("10.1", attention_weights_bytes=attention_weights_bytes)
 ### END HIDDEN TESTS
+for length in (128, 512):
+    mib = 12 * attention_weights_bytes(32, 12, length, 4) / 2**20  # BERT-base's 12 layers
+    print(f"batch 32 at length {length}: {mib:,.0f} MiB of fp32 attention weights")
 
 # %% [markdown] nbgrader={"grade": false, "grade_id": "ex10_2_statement", "locked": true, "schema_version": 3, "solution": false}
 # **Exercise 10.2 — the attention share.** Using `forward_flops_per_token`, find the
@@ -843,8 +843,9 @@ from bertbook.checks import check_mfu
 
 check_mfu(mfu)
 ### BEGIN HIDDEN TESTS
-got = mfu(2_000.0, 2, 10, 1e8)
-assert type(got) is float and abs(got - 0.288) < 1e-12, got
+from bertbook.exercise_cases import record_answers
+
+record_answers("10.3", mfu=mfu)
 ### END HIDDEN TESTS
 
 

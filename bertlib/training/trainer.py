@@ -106,6 +106,20 @@ class TrainingState:
     evaluations: list = field(default_factory=list)
 
 
+def adamw_and_schedule(model: nn.Module, config: TrainingConfig, fused: bool = False
+                       ) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
+    """The trainer's optimiser and learning-rate schedule for `model`: AdamW over the two
+    parameter groups, warm-up then linear decay to 0 at `config.steps`. A function of its
+    own so that a step written out by hand (chapters 06 and 07) updates as the trainer does.
+    fused: one kernel for every parameter's update (on a GPU), not several per tensor."""
+    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay),
+                                  lr=config.learning_rate, betas=tuple(config.adam_betas),
+                                  eps=config.adam_eps, fused=fused)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: warmup_then_linear_decay(step, config.warmup_steps, config.steps))
+    return optimizer, schedule
+
+
 class SeededBatches(torch.utils.data.Dataset):
     """Micro-batch `index` of a run: this process's share of it, collated and masked.
 
@@ -208,14 +222,8 @@ class Trainer:
                               "runs and loader workers draw the same masks; add one (it may "
                               "do nothing if the collator draws nothing at random)")
         self.model.to(self.device)
-        # fused: one kernel for every parameter's update on a GPU, not several per tensor
-        self.optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay),
-                                           lr=config.learning_rate,
-                                           betas=tuple(config.adam_betas), eps=config.adam_eps,
-                                           fused=self.device.type == "cuda")
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer,
-            lambda step: warmup_then_linear_decay(step, config.warmup_steps, config.steps))
+        self.optimizer, self.scheduler = adamw_and_schedule(
+            model, config, fused=self.device.type == "cuda")
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
         self.state = TrainingState()
         self.loader_workers = (default_loader_workers(self.device)
