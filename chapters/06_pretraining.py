@@ -607,10 +607,9 @@ for (batch, word), guesses_before in zip(probes, before):
 # 08 explains. What the plateau leaves depends on the text. On the BBC topics, text this
 # run read, the model starts fine-tuning ahead of random weights (chapter 08); on chapter
 # 07's film reviews and headline pairs, text it never read, it buys nothing measurable at
-# this budget. At this
-# size the run trains no next-sentence head, so chapter 07's pair task fine-tunes a `[CLS]`
-# vector that was never asked about pairs; the `gpu` size trains both heads, as the paper
-# did. The saved folder loads in `transformers` too:
+# this budget. At this size the run trains no next-sentence head, so chapter 07's pair task
+# fine-tunes a `[CLS]` vector that was never asked about pairs; the `gpu` size trains both
+# heads, as the paper did. The saved folder loads in `transformers` too:
 
 # %%
 from transformers import AutoModelForMaskedLM
