@@ -699,7 +699,7 @@ def learning_signals(rows: int, length: int, objective: str, mask_probability: f
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_1_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "ex8_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_learning_signals
 
 check_learning_signals(learning_signals)
@@ -725,7 +725,7 @@ def clearly_better(ours: list[float], theirs: list[float]) -> bool:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex8_2_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "ex8_2_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_clearly_better
 
 check_clearly_better(clearly_better)
@@ -742,7 +742,7 @@ record_answers("8.2", clearly_better=clearly_better)
 # and seeds the chapter chose. Does its accuracy change? Why might the order matter for a
 # model that reads one way, when it matters little to a masked LM?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_3_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # Under a causal mask the first segment is encoded, in every layer, without any knowledge
 # of the second: only positions in the second segment can look back at both, and the
@@ -770,7 +770,7 @@ record_answers("8.2", clearly_better=clearly_better)
 # 7. What did the paper's Table 5 find when BERT was trained left to right?
 # 8. Why read the labels' worth off a curve rather than off two label counts?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_4_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex8_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # 1. A stretch of training in which its held-out loss sits near the unigram cross-entropy:
 #    it guesses by frequency, not from context.

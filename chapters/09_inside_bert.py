@@ -678,7 +678,7 @@ def favourite_offset(weights: torch.Tensor) -> int:
     ### END SOLUTION
 
 
-# %% nbgrader={"grade": true, "grade_id": "ex9_1_tests", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+# %% nbgrader={"grade": true, "grade_id": "ex9_1_tests", "locked": true, "schema_version": 3, "solution": false, "points": 1}
 from bertbook.checks import check_favourite_offset
 
 check_favourite_offset(favourite_offset)
@@ -695,7 +695,7 @@ record_answers("9.1", favourite_offset=favourite_offset)
 # does each layer's F1 fall, and what does the gap between the real and the control task
 # tell you?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_2_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_2_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # A control task keeps everything about the probe the same but makes the labels a function
 # of the word type alone, with no linguistic meaning. A probe can only succeed at it by
@@ -715,7 +715,7 @@ record_answers("9.1", favourite_offset=favourite_offset)
 # measure on the "bank" pairs and on the link probe? What result would say "attention
 # weights are not an explanation"?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_3_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_3_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # Ablate the head: in its layer, zero the head's slice of the context vector (the
 # `head_size` columns that head contributes before `attention.output.dense`), or replace
@@ -746,7 +746,7 @@ record_answers("9.1", favourite_offset=favourite_offset)
 # 7. Why is a head's attention not an explanation of a prediction?
 # 8. Why does the chapter use all-MiniLM-L6-v2 offline and BERT-base only on Colab?
 
-# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_4_written", "locked": false, "points": 1, "schema_version": 3, "solution": true}
+# %% [markdown] nbgrader={"grade": true, "grade_id": "ex9_4_written", "locked": false, "schema_version": 3, "solution": true, "points": 1}
 # ### BEGIN SOLUTION
 # 1. Both are the same piece id, so they start from the same vector; context enters only
 #    through the layers' attention.
