@@ -5,11 +5,12 @@ Per-process limits (setrlimit) let six forked children hold six times the memory
 process may. A control group counts them together. As root, `ControlGroup.create` makes a
 group below the grader's own, in the unified hierarchy (cgroup v2) or in cgroup v1's memory,
 pids and cpu hierarchies, whichever this machine mounts; the sandbox's first process joins
-it before it starts the student's code, so everything started later is counted. The grader
-reads from the group whether the kernel's memory limit killed something (the sandbox's
-words, not the student's), and removes the group, killing what is left, when the notebook
-is done. Not root, or no hierarchy it may write: `create` returns None, and only the
-per-process limits hold.
+it (sandbox.py's `--cgroup`, writing 0 to each folder's cgroup.procs) before it starts
+the student's code, so everything started later is counted. The grader reads from the
+group whether the kernel's memory limit killed something (the sandbox's words, not the
+student's), and removes the group, killing what is left, when the notebook is done. Not
+root, or no hierarchy it may write: `create` returns None, and only the per-process limits
+hold.
 """
 
 from __future__ import annotations
@@ -67,11 +68,6 @@ class ControlGroup:
         _write(pids_folder / "pids.max", processes)
         _write(cpu_folder / "cpu.cfs_period_us", CPU_PERIOD_US)
         _write(cpu_folder / "cpu.cfs_quota_us", quota)
-
-    def join(self) -> None:
-        """Move the calling process into the group (its children follow it there)."""
-        for folder in self.folders:
-            _write(folder / "cgroup.procs", 0)
 
     def memory_kills(self) -> int:
         """How many processes the group's memory limit killed."""

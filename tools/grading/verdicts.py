@@ -32,7 +32,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bertbook.exercise_cases import answers, cases_for
+from bertbook.exercise_cases import DRAWN, answers, cases_for
 from tools.chapters import ROOT, read_chapter
 from tools.grading.exercises import SOLUTION, exercise_cells, without_markers
 
@@ -166,7 +166,7 @@ def judge(exercise: str, reference: list[Any], folder: Path, seed: int) -> Verdi
     if len(got) != len(reference):
         return Verdict(f"{len(got)} answers recorded for {len(reference)} cases; review by hand")
     calls = cases_for(exercise, seed)
-    fixed = len(cases_for(exercise, None))
+    fixed = len(calls) - DRAWN  # cases_for puts the fixed calls first
     for number, (call, expected, outcome) in enumerate(zip(calls, reference, got), start=1):
         difference = _difference(expected, outcome)
         if difference:
