@@ -12,8 +12,10 @@ import pytest
 import torch
 import transformers
 
+from bertbook import comparison
 from bertbook.comparison import (
     Comparison,
+    accuracy_on,
     clear_win,
     compare_start,
     frozen_probe_accuracy,
@@ -216,6 +218,29 @@ def test_the_comparison_chooses_its_rate_on_dev_and_scores_every_draw_and_seed(
     trained = start_from(tiny_run.folder).build(2)
     name = "bert.encoder.layer.0.attention.self.query.weight"
     assert not torch.equal(scratch.state_dict()[name], trained.state_dict()[name])
+
+
+def test_the_chosen_dev_run_is_reused_as_the_first_test_run(tiny_run, topic_splits,
+                                                            monkeypatch):
+    """One model fewer to train, and the same scores as training that run again."""
+    recipe = FineTuningRecipe(epochs=1, batch_size=4, min_steps=2, precision="fp32")
+    start = start_from(tiny_run.folder)
+    trained = []
+    real = comparison.fine_tuned_classifier
+
+    def counted(*args, **kwargs):
+        trained.append(args[2].learning_rate)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(comparison, "fine_tuned_classifier", counted)
+    result = compare_start(start, topic_splits, 2, recipe, [1e-3, 3e-3], draws=2, seeds=1,
+                           max_length=16)
+    assert len(trained) == 2 + 2 * 1 - 1
+    again = real(start, label_draw(topic_splits["train"], 2, 0),
+                 FineTuningRecipe(**{**vars(recipe), "learning_rate": result.learning_rate}),
+                 2, 16, torch.device("cpu"))
+    assert result.scores[0] == accuracy_on(again, start, topic_splits["test"], 16,
+                                           torch.device("cpu"))
 
 
 def test_the_frozen_probe_scores_a_share(tiny_run, topic_splits):
