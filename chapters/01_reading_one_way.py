@@ -91,25 +91,10 @@ SIZE, S = pick_size(SIZES)
 DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 
-from bertbook.budget import WIKITEXT_TOKENS_PER_ARTICLE, Work, budget_report
+from bertbook.budget import budget_report
+from bertbook.gpu_budgets import reading_one_way_work
 
-
-def gpu_work(size: dict) -> list[Work]:
-    """Each window model below trains for `epochs` over every word of the training articles
-    (90% of them): per example, 6 FLOPs (forward and backward) per weight of its two matrix
-    products, the window's embeddings to the hidden layer and the hidden layer to the
-    vocabulary. The glued model trains only its new output layer on two readers' features."""
-    examples = size["epochs"] * 0.9 * size["articles"] * WIKITEXT_TOKENS_PER_ARTICLE
-    dim, hidden, vocab = size["dim"], size["hidden"], size["vocab_size"]
-    work = [Work(f"{name} reader, {width} words", 6 * (width * dim * hidden + hidden * vocab)
-                 * examples)
-            for name, width in [("left", 4), ("right", 4), ("both", 4), ("cheating", 5),
-                                ("joint", 8)]]
-    glued = 2 * (2 * 4 * dim * hidden) + 6 * (2 * hidden * vocab)  # frozen readers forward
-    return work + [Work("glued readers, a new output layer", glued * examples)]
-
-
-GPU_WORK = gpu_work(SIZES["gpu"])
+GPU_WORK = reading_one_way_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
 
 # %% [markdown]

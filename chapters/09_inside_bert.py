@@ -82,20 +82,10 @@ DEVICE = best_device()
 print(f"size: {SIZE}  device: {DEVICE}  settings: {S}")
 chapter_started = time.perf_counter()
 
-from bertbook.budget import budget_report, inference_work
-from bertlib.core.config import BertConfig
+from bertbook.budget import budget_report
+from bertbook.gpu_budgets import inside_bert_work
 
-
-def gpu_work(size: dict) -> list:
-    """Forward passes over the paragraphs the attention and probing sections read, each
-    padded to max_length: an upper bound."""
-    base = BertConfig.preset("bert-base", vocab_size=30522)
-    paragraphs = size["attention_paragraphs"] + size["probe_paragraphs"]
-    return [inference_work(f"BERT-base reads {paragraphs:,} paragraphs", base,
-                           paragraphs * size["max_length"], size["max_length"])]
-
-
-GPU_WORK = gpu_work(SIZES["gpu"])
+GPU_WORK = inside_bert_work(SIZES["gpu"])
 print(budget_report(GPU_WORK, DEVICE))
 
 # %% [markdown]
