@@ -28,3 +28,12 @@ def test_the_committed_notebooks_hold_no_progress_bar_updates():
     for chapter in chapter_sources(ROOT):
         notebook = nbformat.read(chapter.with_suffix(".ipynb"), as_version=4)
         assert not quiet_outputs(notebook), f"{chapter.name}: run `make sync`"
+
+
+def test_no_committed_notebook_saves_stderr():
+    """A warning saved under a cell reads as something gone wrong; fix its source instead."""
+    for chapter in chapter_sources(ROOT):
+        notebook = nbformat.read(chapter.with_suffix(".ipynb"), as_version=4)
+        saved = [output.text for cell in notebook.cells if cell.cell_type == "code"
+                 for output in cell.outputs if output.get("name") == "stderr"]
+        assert not saved, f"{chapter.name} saved stderr: {saved[0][:200]}"
