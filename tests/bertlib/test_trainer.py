@@ -23,6 +23,7 @@ from bertlib.training.trainer import (
     SeededBatches,
     Trainer,
     TrainingConfig,
+    adamw_and_schedule,
     batch_loader,
     default_loader_workers,
 )
@@ -310,3 +311,28 @@ def test_a_second_ctrl_c_stops_at_once(data, tmp_path):
         _trainer(data, tmp_path / "c", callbacks=[_send_at(6, signals=2)]).train()
     saved = torch.load(tmp_path / "c" / "checkpoint.pt", weights_only=False)
     assert saved["state"]["step"] == 4  # the last regular checkpoint, nothing more
+
+
+def test_the_cpu_update_is_fused_and_matches_the_per_tensor_loop():
+    """adamw_and_schedule takes torch's fused AdamW on the CPU (benchmarks/adamw_step.py
+    measures why); it must move the weights as the plain loop does."""
+    torch.manual_seed(0)
+    model = BertForPreTraining(BertConfig.preset("bert-tiny", vocab_size=500))
+    looped = BertForPreTraining(model.config)
+    looped.load_state_dict(model.state_dict())
+    config = TrainingConfig(steps=4, warmup_steps=1, learning_rate=1e-3, progress=False)
+    optimizer, _ = adamw_and_schedule(model, config)
+    assert optimizer.defaults["fused"]
+    reference = torch.optim.AdamW(parameter_groups(looped, config.weight_decay),
+                                  lr=config.learning_rate, betas=tuple(config.adam_betas),
+                                  eps=config.adam_eps, fused=False)
+    for group in optimizer.param_groups:  # the schedule's warm-up would start it at 0
+        group["lr"] = config.learning_rate
+    for _ in range(3):
+        gradients = [torch.randn_like(p) for p in model.parameters()]
+        for net, opt in ((model, optimizer), (looped, reference)):
+            for parameter, gradient in zip(net.parameters(), gradients):
+                parameter.grad = gradient.clone()
+            opt.step()
+    for (name, ours), theirs in zip(model.named_parameters(), looped.parameters()):
+        torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-6, msg=name)
