@@ -37,6 +37,7 @@ __all__ = [
     "fine_tuned_classifier",
     "accuracy_on",
     "Comparison",
+    "models_trained",
     "compare_start",
     "clear_win",
     "sentence_vectors",
@@ -138,13 +139,19 @@ class Comparison:
         return f"{self.mean:.3f} ± {self.sd:.3f}"
 
 
+def models_trained(rates: int, draws: int, seeds: int) -> int:
+    """How many models compare_start fine-tunes: one dev run per rate, then draws x seeds
+    test runs, less the chosen dev run, which is also the first test run."""
+    return rates + draws * seeds - 1
+
+
 def compare_start(start: Start, splits: dict[str, list[TextExample]], per_class: int,
                   recipe: FineTuningRecipe, learning_rates: list[float], draws: int = 3,
                   seeds: int = 2, max_length: int = 128,
                   device: torch.device | None = None) -> Comparison:
     """Choose the learning rate on dev (first label draw, first seed), then fine-tune on
     draws x seeds and score each on test. Test never chooses anything. Trains
-    len(learning_rates) + draws x seeds - 1 models (the chosen dev run is reused)."""
+    `models_trained` models: the chosen dev run is reused."""
     device = device or torch.device("cpu")
     num_labels = 1 + max(e.label for e in splits["train"])
 

@@ -13,6 +13,7 @@ from bertbook.budget import (
     pretraining_work,
     training_work,
 )
+from bertbook.comparison import models_trained
 from bertbook.datasets import minilm_dir
 from bertlib.core.config import BertConfig
 
@@ -71,10 +72,10 @@ def fine_tuning_chapter_work(size: dict) -> list[Work]:
 
 
 def _few_labels_examples(size: dict, rates: tuple) -> float:
-    """Examples one start reads on one task in chapter 07's few-labels comparison: a dev run
-    per rate, then draws x seeds test runs less the dev run reused as the first, each 10
-    epochs of per_class x 2 labels."""
-    return (len(rates) + size["draws"] * size["seeds"] - 1) * 10 * size["per_class"] * 2
+    """Examples one start reads on one task in chapter 07's few-labels comparison: every
+    model compare_start trains reads 10 epochs of per_class x 2 labels."""
+    runs = models_trained(len(rates), size["draws"], size["seeds"])
+    return runs * 10 * size["per_class"] * 2
 
 
 def what_pretraining_buys_work(size: dict) -> list[Work]:
@@ -86,11 +87,14 @@ def what_pretraining_buys_work(size: dict) -> list[Work]:
     def seen(examples: int) -> float:  # fine_tune's steps: at least min_steps of batch 16
         return max(size["min_steps"] * 16, size["epochs"] * examples)
 
-    def comparison(rates: int) -> float:  # every label count: the rate grid, then the draws
-        runs = rates + size["draws"] * size["seeds"] - 1  # (the chosen dev run reused); the
-        extra = [n for n in size["curve"] if n not in size["per_class"]]  # curve's others:
-        return (sum(runs * seen(BBC_TOPIC_COUNT * n) for n in size["per_class"])  # one rate
-                + sum(size["draws"] * size["seeds"] * seen(BBC_TOPIC_COUNT * n)
+    def comparison(rates: int) -> float:
+        """compare_start at every label count with the rate grid; at the curve's other
+        counts with one rate."""
+        draws, seeds = size["draws"], size["seeds"]
+        extra = [n for n in size["curve"] if n not in size["per_class"]]
+        return (sum(models_trained(rates, draws, seeds) * seen(BBC_TOPIC_COUNT * n)
+                    for n in size["per_class"])
+                + sum(models_trained(1, draws, seeds) * seen(BBC_TOPIC_COUNT * n)
                       for n in extra))
 
     return [

@@ -20,6 +20,7 @@ from bertbook.comparison import (
     compare_start,
     frozen_probe_accuracy,
     label_draw,
+    models_trained,
     scratch_like,
     start_from,
     steps_to_leave_plateau,
@@ -235,7 +236,7 @@ def test_the_chosen_dev_run_is_reused_as_the_first_test_run(tiny_run, topic_spli
     monkeypatch.setattr(comparison, "fine_tuned_classifier", counted)
     result = compare_start(start, topic_splits, 2, recipe, [1e-3, 3e-3], draws=2, seeds=1,
                            max_length=16)
-    assert len(trained) == 2 + 2 * 1 - 1
+    assert len(trained) == models_trained(2, 2, 1) == 3
     again = real(start, label_draw(topic_splits["train"], 2, 0),
                  FineTuningRecipe(**{**vars(recipe), "learning_rate": result.learning_rate}),
                  2, 16, torch.device("cpu"))
